@@ -1,0 +1,146 @@
+//! The per-request context: who is calling, with which protocol version and
+//! client capabilities, under which trace. Built once at the edge from the
+//! HTTP request and its `_meta`, then handed to handlers through the request
+//! extensions. Never cached anywhere else: any instance serves any request.
+
+use rmcp::{RoleServer, model::ErrorData, service::RequestContext};
+use serde_json::{Map, Value};
+
+/// `_meta` keys of the 2026-07-28 revision (basic/index, "Per-request protocol fields").
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+
+/// The caller, as established by verified credentials only.
+///
+/// In Lambda this comes from the API Gateway JWT authorizer's claims; nothing
+/// the client writes in the body (such as `clientInfo`) can change it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Principal {
+    /// No authorizer in front of the function, or no credentials.
+    Anonymous,
+    /// `iss` and `sub` of a token the authorizer verified.
+    Verified { issuer: String, subject: String },
+}
+
+impl Principal {
+    /// A stable string naming this principal, for binding state to its owner.
+    /// Issuer and subject are length-prefixed so no two principals collide.
+    pub fn binding_id(&self) -> String {
+        match self {
+            Principal::Anonymous => "anonymous".to_owned(),
+            Principal::Verified { issuer, subject } => {
+                format!("jwt:{}:{issuer}:{subject}", issuer.len())
+            }
+        }
+    }
+}
+
+/// Everything a handler may know about the request besides its params.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    pub protocol_version: String,
+    /// The `clientCapabilities` object exactly as the client declared it.
+    pub client_capabilities: Map<String, Value>,
+    pub client_info: Option<Value>,
+    /// W3C `traceparent` header, when the caller sent one.
+    pub traceparent: Option<String>,
+    pub principal: Principal,
+}
+
+/// Why a request's `_meta` is malformed (-32602, HTTP 400).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MetaError {
+    #[error("request _meta is missing")]
+    Missing,
+    #[error("request _meta is missing io.modelcontextprotocol/protocolVersion")]
+    MissingProtocolVersion,
+    #[error("request _meta is missing io.modelcontextprotocol/clientCapabilities")]
+    MissingClientCapabilities,
+}
+
+impl CallContext {
+    /// Reads the required per-request fields from `params._meta`.
+    /// `clientInfo` is optional (basic/index): its absence is not an error.
+    pub fn from_meta(
+        meta: Option<&Value>,
+        traceparent: Option<String>,
+        principal: Principal,
+    ) -> Result<Self, MetaError> {
+        let meta = meta.and_then(Value::as_object).ok_or(MetaError::Missing)?;
+        let protocol_version = meta
+            .get(META_PROTOCOL_VERSION)
+            .and_then(Value::as_str)
+            .ok_or(MetaError::MissingProtocolVersion)?
+            .to_owned();
+        let client_capabilities = meta
+            .get(META_CLIENT_CAPABILITIES)
+            .and_then(Value::as_object)
+            .ok_or(MetaError::MissingClientCapabilities)?
+            .clone();
+        Ok(Self {
+            protocol_version,
+            client_capabilities,
+            client_info: meta.get(META_CLIENT_INFO).cloned(),
+            traceparent,
+            principal,
+        })
+    }
+
+    /// Whether the client declared `capability` (a top-level key such as
+    /// `sampling`), optionally with a sub-feature (`elicitation.url`).
+    pub fn declares(&self, capability: &str, feature: Option<&str>) -> bool {
+        crate::capability_guard::declares(&self.client_capabilities, capability, feature)
+    }
+
+    /// The context the edge attached to this request.
+    ///
+    /// rmcp hands handlers the HTTP request parts; the edge put the context in
+    /// their extensions. Its absence means the handler is being driven by
+    /// something other than this crate's edge, which is a server bug.
+    pub fn of(request: &RequestContext<RoleServer>) -> Result<Self, ErrorData> {
+        request
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<CallContext>())
+            .cloned()
+            .ok_or_else(|| ErrorData::internal_error("request context unavailable", None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn meta_requires_version_and_capabilities_but_not_client_info() {
+        let ok = json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}});
+        let ctx = CallContext::from_meta(Some(&ok), None, Principal::Anonymous).unwrap();
+        assert_eq!(ctx.protocol_version, "2026-07-28");
+        assert!(ctx.client_info.is_none());
+
+        let no_version = json!({META_CLIENT_CAPABILITIES: {}});
+        assert_eq!(
+            CallContext::from_meta(Some(&no_version), None, Principal::Anonymous).unwrap_err(),
+            MetaError::MissingProtocolVersion
+        );
+        let no_caps = json!({META_PROTOCOL_VERSION: "2026-07-28"});
+        assert_eq!(
+            CallContext::from_meta(Some(&no_caps), None, Principal::Anonymous).unwrap_err(),
+            MetaError::MissingClientCapabilities
+        );
+        assert_eq!(
+            CallContext::from_meta(None, None, Principal::Anonymous).unwrap_err(),
+            MetaError::Missing
+        );
+    }
+
+    #[test]
+    fn principals_with_shifted_separators_do_not_collide() {
+        let a = Principal::Verified { issuer: "a:b".into(), subject: "c".into() };
+        let b = Principal::Verified { issuer: "a".into(), subject: "b:c".into() };
+        assert_ne!(a.binding_id(), b.binding_id());
+        assert_ne!(Principal::Anonymous.binding_id(), a.binding_id());
+    }
+}

@@ -1,0 +1,110 @@
+//! Everything the edge refuses before a handler runs, mapped once to an HTTP
+//! status and a JSON-RPC error code (basic/transports/streamable-http).
+
+use bytes::Bytes;
+use http::{HeaderValue, StatusCode, header};
+use serde_json::{Value, json};
+
+use crate::context::MetaError;
+
+/// JSON-RPC and MCP error codes the edge answers with.
+pub mod code {
+    pub const PARSE_ERROR: i32 = -32700;
+    pub const INVALID_REQUEST: i32 = -32600;
+    pub const METHOD_NOT_FOUND: i32 = -32601;
+    pub const INVALID_PARAMS: i32 = -32602;
+    pub const INTERNAL_ERROR: i32 = -32603;
+    pub const HEADER_MISMATCH: i32 = -32020;
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EdgeError {
+    #[error("Not Found")]
+    WrongPath,
+    #[error("Method Not Allowed: the MCP endpoint accepts POST only")]
+    MethodNotAllowed,
+    #[error("Forbidden: Host is not allowed")]
+    HostNotAllowed,
+    #[error("Forbidden: Origin is not allowed")]
+    OriginNotAllowed,
+    #[error("Unsupported Media Type: Content-Type must be application/json")]
+    UnsupportedMediaType,
+    #[error("Payload Too Large: request body exceeds {limit} bytes")]
+    BodyTooLarge { limit: usize },
+    #[error("Parse error: request body is not valid JSON")]
+    Parse,
+    #[error("Invalid Request: batch requests are not supported")]
+    Batch,
+    #[error("Invalid Request: the body must be a JSON-RPC object")]
+    NotAnObject,
+    #[error("Invalid params: {0}")]
+    Meta(#[from] MetaError),
+    #[error("Header mismatch: {0}")]
+    HeaderMismatch(&'static str),
+    #[error("Unsupported protocol version")]
+    UnsupportedVersion { requested: String },
+}
+
+impl EdgeError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::WrongPath => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::HostNotAllowed | Self::OriginNotAllowed => StatusCode::FORBIDDEN,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Parse
+            | Self::Batch
+            | Self::NotAnObject
+            | Self::Meta(_)
+            | Self::HeaderMismatch(_)
+            | Self::UnsupportedVersion { .. } => StatusCode::BAD_REQUEST,
+        }
+    }
+
+    pub fn code(&self) -> i32 {
+        match self {
+            Self::Parse => code::PARSE_ERROR,
+            Self::Meta(_) => code::INVALID_PARAMS,
+            Self::HeaderMismatch(_) => code::HEADER_MISMATCH,
+            Self::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
+            _ => code::INVALID_REQUEST,
+        }
+    }
+
+    fn data(&self) -> Option<Value> {
+        match self {
+            Self::UnsupportedVersion { requested } => Some(json!({
+                "supported": crate::protocol::SUPPORTED_VERSIONS,
+                "requested": requested,
+            })),
+            _ => None,
+        }
+    }
+
+    /// The HTTP response: a JSON-RPC error object echoing `id` when known.
+    pub fn into_response(self, id: Option<Value>) -> http::Response<Bytes> {
+        let mut error = json!({"code": self.code(), "message": self.to_string()});
+        if let Some(data) = self.data() {
+            error["data"] = data;
+        }
+        let mut response = jsonrpc_error_response(self.status(), id, error);
+        if matches!(self, Self::MethodNotAllowed) {
+            response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+        }
+        response
+    }
+}
+
+/// A JSON body `{"jsonrpc":"2.0","id":…,"error":…}` with the given status.
+pub fn jsonrpc_error_response(status: StatusCode, id: Option<Value>, error: Value) -> http::Response<Bytes> {
+    let body = json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": error});
+    let mut response = http::Response::new(Bytes::from(body.to_string()));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}

@@ -1,0 +1,89 @@
+//! rmcp served as one self-contained request per invocation, for MCP
+//! revision 2026-07-28 on AWS Lambda and on a local port.
+//!
+//! Layers, each looking only down:
+//! - [`context`], [`protocol`], [`capability_guard`]: protocol rules, no I/O;
+//! - [`request_state`], [`mrtr`]: the `requestState` sealing port and what
+//!   tools call;
+//! - [`endpoint`]: the edge, one HTTP request in, one buffered response out;
+//! - [`local`], [`lambda`]: the two entry points; [`run`] picks one.
+//!
+//! No AWS SDK here: KMS and DynamoDB adapters live in their own crate.
+
+pub mod capability_guard;
+pub mod context;
+pub mod edge_error;
+pub mod endpoint;
+pub mod lambda;
+pub mod local;
+pub mod logging;
+pub mod mrtr;
+pub mod policy;
+pub mod protocol;
+pub mod request_log;
+pub mod request_state;
+
+use std::sync::Arc;
+
+pub use context::{CallContext, Principal};
+pub use endpoint::{EntryFacts, McpEndpoint};
+pub use mrtr::{RequestStates, StateScope};
+pub use policy::{EdgePolicy, Mode};
+use request_state::{EnvelopeSealer, InProcessKey};
+
+/// What a function's tools are built from, once per cold start.
+#[derive(Clone)]
+pub struct Dependencies {
+    pub request_states: RequestStates,
+}
+
+impl Dependencies {
+    /// Zero-setup defaults: `requestState` sealed under a random in-process
+    /// key (see [`InProcessKey`] for what that does not give you).
+    pub fn in_process() -> Self {
+        let audience = std::env::var("MCP_AUDIENCE").unwrap_or_else(|_| "local".to_owned());
+        Self {
+            request_states: RequestStates::new(Arc::new(EnvelopeSealer::new(InProcessKey::generate())), audience),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("configuration: {0}")]
+    Config(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: String, source: std::io::Error },
+    #[error("local server failed: {0}")]
+    Serve(#[from] std::io::Error),
+    #[error("Lambda runtime failed: {0}")]
+    Lambda(lambda_http::Error),
+}
+
+/// Lambda when the Lambda runtime API is present, the local server otherwise.
+pub fn detect_mode() -> Mode {
+    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() { Mode::Lambda } else { Mode::Local }
+}
+
+/// Builds the function's handler once and serves it until the process ends.
+pub async fn run<S, F>(build_handler: F) -> Result<(), StartError>
+where
+    S: rmcp::ServerHandler + Clone,
+    F: FnOnce(Dependencies) -> S,
+{
+    let mode = detect_mode();
+    logging::init(mode);
+    let policy = EdgePolicy::from_env(mode).map_err(StartError::Config)?;
+    let endpoint = Arc::new(McpEndpoint::new(build_handler(Dependencies::in_process()), policy));
+    match mode {
+        Mode::Lambda => lambda::serve_lambda(endpoint).await.map_err(StartError::Lambda),
+        Mode::Local => {
+            let addr = std::env::var("MCP_LOCAL_ADDR").unwrap_or_else(|_| local::DEFAULT_LOCAL_ADDR.to_owned());
+            let listener = tokio::net::TcpListener::bind(&addr)
+                .await
+                .map_err(|source| StartError::Listen { addr: addr.clone(), source })?;
+            tracing::info!("MCP server listening on http://{}{}", listener.local_addr()?, policy::MCP_PATH);
+            Ok(local::serve_local(endpoint, listener).await?)
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! The local HTTP server: `cargo run -p <function>` with no AWS account and
+//! no emulator. Serves MCP at `/mcp` on `MCP_LOCAL_ADDR` (default
+//! 127.0.0.1:3000) through the same edge as Lambda.
+
+use std::{convert::Infallible, sync::Arc};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::{body::Incoming, server::conn::http1, service::service_fn};
+use hyper_util::rt::TokioIo;
+use rmcp::ServerHandler;
+use tokio::net::TcpListener;
+
+use crate::{
+    context::Principal,
+    edge_error::EdgeError,
+    endpoint::{EntryFacts, McpEndpoint},
+    policy::DEV_PRINCIPAL_HEADER,
+};
+
+pub const DEFAULT_LOCAL_ADDR: &str = "127.0.0.1:3000";
+/// Issuer given to development principals, so they never equal a real one.
+pub const DEV_ISSUER: &str = "local-dev";
+
+/// Accepts connections until the listener fails.
+pub async fn serve_local<S: ServerHandler + Clone>(
+    endpoint: Arc<McpEndpoint<S>>,
+    listener: TcpListener,
+) -> std::io::Result<()> {
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let endpoint = endpoint.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let endpoint = endpoint.clone();
+                async move { Ok::<_, Infallible>(local_request(&endpoint, request).await.map(Full::new)) }
+            });
+            if let Err(error) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
+                tracing::debug!(%error, "local connection ended");
+            }
+        });
+    }
+}
+
+async fn local_request<S: ServerHandler + Clone>(
+    endpoint: &McpEndpoint<S>,
+    request: http::Request<Incoming>,
+) -> http::Response<Bytes> {
+    let limit = endpoint.policy().max_body_bytes;
+    let (mut parts, body) = request.into_parts();
+    let body = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => return EdgeError::BodyTooLarge { limit }.into_response(None),
+    };
+    parts.extensions.insert(EntryFacts { principal: dev_principal(&parts.headers), api_domain: None });
+    endpoint.handle(http::Request::from_parts(parts, body)).await
+}
+
+/// Local mode only: `x-mcp-dev-principal: <subject>` acts as that subject, so
+/// owner binding can be tried without an identity provider.
+pub fn dev_principal(headers: &http::HeaderMap) -> Principal {
+    headers
+        .get(DEV_PRINCIPAL_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map_or(Principal::Anonymous, |subject| Principal::Verified {
+            issuer: DEV_ISSUER.to_owned(),
+            subject: subject.to_owned(),
+        })
+}

@@ -1,0 +1,129 @@
+//! What the edge lets in: path, hosts, origins, body size. Read from the
+//! environment once at cold start; the same variable names in Lambda, in the
+//! local server and in `template.yaml`.
+
+use std::env;
+
+/// Whether the process serves Lambda events or a local HTTP port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Lambda,
+    Local,
+}
+
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+pub const MCP_PATH: &str = "/mcp";
+/// Header a developer may use to act as a principal. Honoured only by the
+/// local server: in Lambda, identity comes from the authorizer alone.
+pub const DEV_PRINCIPAL_HEADER: &str = "x-mcp-dev-principal";
+
+#[derive(Debug, Clone)]
+pub struct EdgePolicy {
+    pub mode: Mode,
+    /// Hostnames (no port) accepted in `Host`. Empty: loopback names locally,
+    /// the API's own domain (from the event's request context) in Lambda.
+    pub allowed_hosts: Vec<String>,
+    /// Hostnames accepted in a present `Origin`. Empty: the same set as hosts.
+    pub allowed_origins: Vec<String>,
+    pub max_body_bytes: usize,
+}
+
+const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+impl EdgePolicy {
+    pub fn new(mode: Mode) -> Self {
+        Self { mode, allowed_hosts: Vec::new(), allowed_origins: Vec::new(), max_body_bytes: DEFAULT_MAX_BODY_BYTES }
+    }
+
+    /// `MCP_ALLOWED_HOSTS`, `MCP_ALLOWED_ORIGINS` (comma-separated hostnames)
+    /// and `MCP_MAX_BODY_BYTES`.
+    pub fn from_env(mode: Mode) -> Result<Self, String> {
+        let list = |name: &str| -> Vec<String> {
+            env::var(name)
+                .unwrap_or_default()
+                .split(',')
+                .map(|h| h.trim().to_ascii_lowercase())
+                .filter(|h| !h.is_empty())
+                .collect()
+        };
+        let max_body_bytes = match env::var("MCP_MAX_BODY_BYTES") {
+            Ok(v) => v.parse().map_err(|_| format!("MCP_MAX_BODY_BYTES is not a byte count: {v:?}"))?,
+            Err(_) => DEFAULT_MAX_BODY_BYTES,
+        };
+        Ok(Self { mode, allowed_hosts: list("MCP_ALLOWED_HOSTS"), allowed_origins: list("MCP_ALLOWED_ORIGINS"), max_body_bytes })
+    }
+
+    /// DNS-rebinding defence (basic/transports/streamable-http, "Security Warning").
+    pub fn host_allowed(&self, host: &str, api_domain: Option<&str>) -> bool {
+        self.name_allowed(&self.allowed_hosts, host_of_authority(host), api_domain)
+    }
+
+    /// `origin` is the header value, `scheme://host[:port]` or `null`.
+    pub fn origin_allowed(&self, origin: &str, api_domain: Option<&str>) -> bool {
+        let Some((_, authority)) = origin.split_once("://") else {
+            return false;
+        };
+        let list = if self.allowed_origins.is_empty() { &self.allowed_hosts } else { &self.allowed_origins };
+        self.name_allowed(list, host_of_authority(authority), api_domain)
+    }
+
+    fn name_allowed(&self, list: &[String], name: String, api_domain: Option<&str>) -> bool {
+        if !list.is_empty() {
+            return list.iter().any(|allowed| *allowed == name);
+        }
+        match self.mode {
+            Mode::Local => LOOPBACK.contains(&name.as_str()),
+            Mode::Lambda => api_domain.is_some_and(|domain| domain.eq_ignore_ascii_case(&name)),
+        }
+    }
+}
+
+/// The lowercase host of `host[:port]`, keeping IPv6 brackets.
+fn host_of_authority(authority: &str) -> String {
+    let authority = authority.trim().trim_end_matches('/');
+    let host = if authority.starts_with('[') {
+        authority.split_inclusive(']').next().unwrap_or(authority)
+    } else {
+        authority.rsplit_once(':').map_or(authority, |(host, _)| host)
+    };
+    host.to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_defaults_to_loopback_names_with_any_port() {
+        let p = EdgePolicy::new(Mode::Local);
+        assert!(p.host_allowed("127.0.0.1:3000", None));
+        assert!(p.host_allowed("localhost", None));
+        assert!(p.host_allowed("[::1]:8080", None));
+        assert!(!p.host_allowed("evil.example.com", None));
+        assert!(!p.host_allowed("localhost.evil.example.com:3000", None));
+        assert!(p.origin_allowed("http://localhost:6274", None));
+        assert!(!p.origin_allowed("http://evil.example.com", None));
+        assert!(!p.origin_allowed("null", None));
+    }
+
+    #[test]
+    fn lambda_defaults_to_the_api_domain() {
+        let p = EdgePolicy::new(Mode::Lambda);
+        let api = Some("abc.execute-api.eu-west-1.amazonaws.com");
+        assert!(p.host_allowed("abc.execute-api.eu-west-1.amazonaws.com", api));
+        assert!(!p.host_allowed("localhost", api));
+        assert!(!p.origin_allowed("https://evil.example.com", api));
+        assert!(!p.host_allowed("abc.execute-api.eu-west-1.amazonaws.com", None));
+    }
+
+    #[test]
+    fn configured_lists_replace_the_defaults() {
+        let mut p = EdgePolicy::new(Mode::Local);
+        p.allowed_hosts = vec!["mcp.example.com".into()];
+        p.allowed_origins = vec!["app.example.com".into()];
+        assert!(p.host_allowed("MCP.example.com:443", None));
+        assert!(!p.host_allowed("localhost", None));
+        assert!(p.origin_allowed("https://app.example.com", None));
+        assert!(!p.origin_allowed("https://mcp.example.com", None));
+    }
+}
