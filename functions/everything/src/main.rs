@@ -1,1 +1,8 @@
-fn main(){}
+//! The conformance fixture server: every tool, prompt and resource the
+//! official MCP conformance suite expects, behind the same edge as any
+//! function built from this template.
+
+#[tokio::main]
+async fn main() -> Result<(), mcp_http::StartError> {
+    mcp_http::run(everything::EverythingServer::new).await
+}

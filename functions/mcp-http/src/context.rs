@@ -3,7 +3,12 @@
 //! HTTP request and its `_meta`, then handed to handlers through the request
 //! extensions. Never cached anywhere else: any instance serves any request.
 
-use rmcp::{RoleServer, model::ErrorData, service::RequestContext};
+use rmcp::{
+    RoleServer,
+    handler::server::common::{AsRequestContext, FromContextPart},
+    model::ErrorData,
+    service::RequestContext,
+};
 use serde_json::{Map, Value};
 
 /// `_meta` keys of the 2026-07-28 revision (basic/index, "Per-request protocol fields").
@@ -105,6 +110,13 @@ impl CallContext {
             .and_then(|parts| parts.extensions.get::<CallContext>())
             .cloned()
             .ok_or_else(|| ErrorData::internal_error("request context unavailable", None))
+    }
+}
+
+/// Lets tool and prompt methods take `ctx: CallContext` as an argument.
+impl<C: AsRequestContext> FromContextPart<C> for CallContext {
+    fn from_context_part(context: &mut C) -> Result<Self, ErrorData> {
+        CallContext::of(context.as_request_context())
     }
 }
 

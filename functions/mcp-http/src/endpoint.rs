@@ -182,6 +182,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         };
         log.record_outcome(&last);
         if let Some(refusal) = ctx.and_then(|ctx| capability_refusal(ctx, &last)) {
+            log.result_type = None;
             log.error_code = Some(code::MISSING_REQUIRED_CLIENT_CAPABILITY);
             return refusal;
         }
