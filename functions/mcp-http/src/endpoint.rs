@@ -48,6 +48,8 @@ impl Default for EntryFacts {
 pub struct McpEndpoint<S: ServerHandler> {
     rmcp: StreamableHttpService<S, NeverSessionManager>,
     policy: Arc<EdgePolicy>,
+    /// The handler's `Implementation`, added to every result's `_meta`.
+    server_info: Value,
 }
 
 impl<S: ServerHandler + Clone> McpEndpoint<S> {
@@ -63,12 +65,13 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             .with_max_request_body_bytes(policy.max_body_bytes)
             .disable_allowed_hosts()
             .disable_allowed_origins();
+        let server_info = serde_json::to_value(handler.get_info().server_info).unwrap_or_default();
         let rmcp = StreamableHttpService::new(
             move || Ok(handler.clone()),
             Arc::new(NeverSessionManager::default()),
             config,
         );
-        Self { rmcp, policy: Arc::new(policy) }
+        Self { rmcp, policy: Arc::new(policy), server_info }
     }
 
     pub fn policy(&self) -> &EdgePolicy {
@@ -170,23 +173,84 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     ) -> http::Response<Bytes> {
         let (parts, body) = request.into_parts();
         let response = self.rmcp.handle(http::Request::from_parts(parts, Full::new(body))).await;
-        let (parts, body) = response.into_parts();
+        let (mut parts, body) = response.into_parts();
         // The stateless stream ends with the final response, so buffering it
         // is bounded by the handler's own run; Lambda needs it buffered anyway.
         let body = match body.collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(never) => match never {},
         };
-        let Some(last) = final_message(&parts.headers, &body) else {
+        let Some(mut messages) = Messages::parse(&parts.headers, &body) else {
             return http::Response::from_parts(parts, body);
         };
-        log.record_outcome(&last);
-        if let Some(refusal) = ctx.and_then(|ctx| capability_refusal(ctx, &last)) {
+        let Some(last) = messages.final_response() else {
+            return http::Response::from_parts(parts, body);
+        };
+        log.record_outcome(last);
+        if let Some(refusal) = ctx.and_then(|ctx| capability_refusal(ctx, last)) {
             log.result_type = None;
             log.error_code = Some(code::MISSING_REQUIRED_CLIENT_CAPABILITY);
             return refusal;
         }
+        // basic/index, "Per-response protocol fields": every result SHOULD
+        // identify the server in its _meta; rmcp does so only for discover.
+        if let Some(meta) = last.get_mut("result").and_then(Value::as_object_mut).map(|result| {
+            result.entry("_meta").or_insert_with(|| json!({}))
+        }) && let Some(meta) = meta.as_object_mut()
+            && !meta.contains_key(SERVER_INFO_META)
+        {
+            meta.insert(SERVER_INFO_META.to_owned(), self.server_info.clone());
+            parts.headers.remove(header::CONTENT_LENGTH);
+            return http::Response::from_parts(parts, messages.render());
+        }
         http::Response::from_parts(parts, body)
+    }
+}
+
+const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+
+/// The JSON-RPC messages of a response body: one JSON object, or the data
+/// of each SSE event (rmcp writes one `data:` line per event).
+struct Messages {
+    sse: bool,
+    messages: Vec<Value>,
+}
+
+impl Messages {
+    fn parse(headers: &HeaderMap, body: &Bytes) -> Option<Self> {
+        let content_type = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+        if content_type.starts_with("application/json") {
+            return Some(Self { sse: false, messages: vec![serde_json::from_slice(body).ok()?] });
+        }
+        if !content_type.starts_with("text/event-stream") {
+            return None;
+        }
+        let messages = std::str::from_utf8(body)
+            .ok()?
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(|data| serde_json::from_str(data.trim_start()))
+            .collect::<Result<_, _>>()
+            .ok()?;
+        Some(Self { sse: true, messages })
+    }
+
+    /// The response that ends the exchange: the last message with an `id`.
+    fn final_response(&mut self) -> Option<&mut Value> {
+        self.messages.iter_mut().rev().find(|message| message.get("id").is_some())
+    }
+
+    fn render(&self) -> Bytes {
+        if !self.sse {
+            return Bytes::from(self.messages.first().map(Value::to_string).unwrap_or_default());
+        }
+        let mut out = String::new();
+        for message in &self.messages {
+            out.push_str("data: ");
+            out.push_str(&message.to_string());
+            out.push_str("\n\n");
+        }
+        Bytes::from(out)
     }
 }
 
@@ -227,31 +291,6 @@ fn trace_id(headers: &HeaderMap) -> Option<String> {
     let value = headers.get("traceparent")?.to_str().ok()?;
     let trace = value.split('-').nth(1)?;
     (trace.len() == 32 && trace.bytes().all(|b| b.is_ascii_hexdigit())).then(|| trace.to_owned())
-}
-
-/// The JSON-RPC response that ends the body: the whole JSON body, or the last
-/// SSE event carrying an `id`.
-fn final_message(headers: &HeaderMap, body: &Bytes) -> Option<Value> {
-    let content_type = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
-    if content_type.starts_with("application/json") {
-        return serde_json::from_slice(body).ok();
-    }
-    if !content_type.starts_with("text/event-stream") {
-        return None;
-    }
-    std::str::from_utf8(body)
-        .ok()?
-        .split("\n\n")
-        .filter_map(|event| {
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            serde_json::from_str::<Value>(&data.join("\n")).ok()
-        })
-        .filter(|message| message.get("id").is_some())
-        .last()
 }
 
 /// -32021 instead of an `InputRequiredResult` the client cannot fulfil.

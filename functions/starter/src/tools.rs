@@ -1,0 +1,132 @@
+//! YOUR TOOLS GO HERE.
+//!
+//! Each `#[tool]` method is one MCP tool. Its arguments are a typed struct
+//! whose JSON Schema schemars derives (doc comments become descriptions);
+//! return `CallToolResult` for content, `Json<T>` for structured output, or
+//! `Result<_, ErrorData>` when the call can fail. A tool takes
+//! `ctx: mcp_http::CallContext` to see the caller and its capabilities.
+
+use rmcp::{
+    ErrorData, Json,
+    handler::server::wrapper::Parameters,
+    model::{CallToolResult, ContentBlock},
+    tool, tool_router,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::StarterServer;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct TextArgument {
+    /// The text to analyse.
+    pub text: String,
+}
+
+/// Structured output: clients get it as `structuredContent`, checked
+/// against the derived `outputSchema`.
+#[derive(Debug, Serialize, JsonSchema, PartialEq)]
+pub struct TextStats {
+    pub characters: usize,
+    pub words: usize,
+    pub lines: usize,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TemperatureUnit {
+    Celsius,
+    Fahrenheit,
+    Kelvin,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ConvertTemperature {
+    /// The temperature to convert.
+    pub value: f64,
+    pub from: TemperatureUnit,
+    pub to: TemperatureUnit,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SlugArgument {
+    /// A title, e.g. "Hello, World!".
+    pub title: String,
+    /// Longest slug to return, in characters (default 60).
+    pub max_length: Option<usize>,
+}
+
+fn to_kelvin(value: f64, unit: TemperatureUnit) -> f64 {
+    match unit {
+        TemperatureUnit::Celsius => value + 273.15,
+        TemperatureUnit::Fahrenheit => (value - 32.0) * 5.0 / 9.0 + 273.15,
+        TemperatureUnit::Kelvin => value,
+    }
+}
+
+fn from_kelvin(kelvin: f64, unit: TemperatureUnit) -> f64 {
+    match unit {
+        TemperatureUnit::Celsius => kelvin - 273.15,
+        TemperatureUnit::Fahrenheit => (kelvin - 273.15) * 9.0 / 5.0 + 32.0,
+        TemperatureUnit::Kelvin => kelvin,
+    }
+}
+
+pub fn slugify(title: &str, max_length: usize) -> String {
+    let mut slug = String::new();
+    for c in title.chars().flat_map(char::to_lowercase) {
+        if c.is_alphanumeric() {
+            slug.push(c);
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug: String = slug.trim_end_matches('-').chars().take(max_length).collect();
+    slug.trim_end_matches('-').to_owned()
+}
+
+#[tool_router(router = tools, vis = "pub(crate)")]
+impl StarterServer {
+    #[tool(description = "Counts the characters, words and lines of a text", annotations(read_only_hint = true))]
+    async fn text_stats(&self, Parameters(args): Parameters<TextArgument>) -> Json<TextStats> {
+        Json(TextStats {
+            characters: args.text.chars().count(),
+            words: args.text.split_whitespace().count(),
+            lines: args.text.lines().count(),
+        })
+    }
+
+    #[tool(description = "Converts a temperature between celsius, fahrenheit and kelvin", annotations(read_only_hint = true))]
+    async fn convert_temperature(&self, Parameters(args): Parameters<ConvertTemperature>) -> Result<CallToolResult, ErrorData> {
+        let kelvin = to_kelvin(args.value, args.from);
+        if !kelvin.is_finite() || kelvin < 0.0 {
+            // A tool error, not a protocol error: the model can correct itself.
+            return Ok(CallToolResult::error(vec![ContentBlock::text("That temperature is below absolute zero.")]));
+        }
+        let converted = from_kelvin(kelvin, args.to);
+        Ok(CallToolResult::success(vec![ContentBlock::text(format!("{converted:.2}"))]))
+    }
+
+    #[tool(description = "Turns a title into a URL slug (lowercase, hyphen-separated)", annotations(read_only_hint = true))]
+    async fn slugify(&self, Parameters(args): Parameters<SlugArgument>) -> CallToolResult {
+        CallToolResult::success(vec![ContentBlock::text(slugify(&args.title, args.max_length.unwrap_or(60)))])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_collapse_punctuation_and_respect_the_limit() {
+        assert_eq!(slugify("Hello, World!", 60), "hello-world");
+        assert_eq!(slugify("  Many   spaces  ", 60), "many-spaces");
+        assert_eq!(slugify("abc def", 4), "abc");
+    }
+
+    #[test]
+    fn temperatures_round_trip_through_kelvin() {
+        let k = to_kelvin(100.0, TemperatureUnit::Celsius);
+        assert!((from_kelvin(k, TemperatureUnit::Fahrenheit) - 212.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,2 @@
+//! Intentionally empty: the helpers the tests share are in `support/client.rs`,
+//! included by each test file.
