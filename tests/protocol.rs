@@ -3,10 +3,7 @@
 //! basic/transports/streamable-http, server/discover, server/utilities/caching,
 //! server/tools, basic/patterns/mrtr).
 
-#[path = "support/client.rs"]
-mod client;
-
-use client::*;
+use e2e::*;
 use serde_json::{Value, json};
 
 async fn server() -> std::net::SocketAddr {

@@ -1,2 +1,118 @@
-//! Intentionally empty: the helpers the tests share are in `support/client.rs`,
-//! included by each test file.
+//! Shared by the end-to-end tests: start a function's local server on an
+//! ephemeral port and talk to it over real HTTP/1.1, the way a client would.
+
+use std::{net::SocketAddr, sync::Arc};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use mcp_http::{Dependencies, EdgePolicy, McpEndpoint, Mode};
+use serde_json::{Value, json};
+
+pub const VERSION: &str = "2026-07-28";
+
+pub fn meta(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "e2e", "version": "0"},
+    })
+}
+
+/// A JSON-RPC request with `_meta` declaring `capabilities`.
+pub fn request(id: i64, method: &str, mut params: Value, capabilities: Value) -> Value {
+    params["_meta"] = meta(capabilities);
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+pub fn everything_endpoint() -> McpEndpoint<everything::EverythingServer> {
+    McpEndpoint::new(everything::EverythingServer::new(Dependencies::in_process()), EdgePolicy::new(Mode::Local))
+}
+
+pub async fn spawn<S: rmcp::ServerHandler + Clone>(endpoint: McpEndpoint<S>) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(mcp_http::local::serve_local(Arc::new(endpoint), listener));
+    addr
+}
+
+/// The headers a conforming client sends for `body` (streamable-http,
+/// "Standard Headers"), which tests then override or remove.
+pub fn standard_headers(body: &Value) -> Vec<(String, String)> {
+    let mut headers = vec![
+        ("content-type".to_owned(), "application/json".to_owned()),
+        ("accept".to_owned(), "application/json, text/event-stream".to_owned()),
+        ("mcp-protocol-version".to_owned(), VERSION.to_owned()),
+    ];
+    if let Some(method) = body["method"].as_str() {
+        headers.push(("mcp-method".to_owned(), method.to_owned()));
+        if let Some(name) = body["params"]["name"].as_str().or(body["params"]["uri"].as_str()) {
+            headers.push(("mcp-name".to_owned(), name.to_owned()));
+        }
+    }
+    headers
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
+    }
+
+    /// The final JSON-RPC message, from a JSON body or the last SSE event.
+    pub fn message(&self) -> Value {
+        let text = std::str::from_utf8(&self.body).unwrap();
+        if self.headers[http::header::CONTENT_TYPE].to_str().unwrap().starts_with("text/event-stream") {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                .filter(|m| m.get("id").is_some())
+                .last()
+                .expect("an SSE event with the response")
+        } else {
+            self.json()
+        }
+    }
+}
+
+/// Sends one raw HTTP/1.1 request.
+pub async fn send(addr: SocketAddr, method: &str, headers: &[(String, String)], body: Vec<u8>) -> Reply {
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    tokio::spawn(connection);
+    let mut builder = http::Request::builder().method(method).uri("/mcp");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        builder = builder.header("host", addr.to_string());
+    }
+    for (name, value) in headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    let response = sender.send_request(builder.body(Full::new(Bytes::from(body))).unwrap()).await.unwrap();
+    let (parts, body) = response.into_parts();
+    Reply { status: parts.status.as_u16(), headers: parts.headers, body: body.collect().await.unwrap().to_bytes() }
+}
+
+/// POSTs `body` with the standard headers, after applying `change` to them.
+pub async fn post_with(addr: SocketAddr, body: &Value, change: impl FnOnce(&mut Vec<(String, String)>)) -> Reply {
+    let mut headers = standard_headers(body);
+    change(&mut headers);
+    send(addr, "POST", &headers, serde_json::to_vec(body).unwrap()).await
+}
+
+pub async fn post(addr: SocketAddr, body: &Value) -> Reply {
+    post_with(addr, body, |_| {}).await
+}
+
+pub fn set_header(headers: &mut Vec<(String, String)>, name: &str, value: &str) {
+    headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+    headers.push((name.to_owned(), value.to_owned()));
+}
+
+pub fn remove_header(headers: &mut Vec<(String, String)>, name: &str) {
+    headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+}

@@ -15,6 +15,8 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use mcp_http::{CallContext, Principal};
+
 use crate::StarterServer;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -105,6 +107,16 @@ impl StarterServer {
         }
         let converted = from_kelvin(kelvin, args.to);
         Ok(CallToolResult::success(vec![ContentBlock::text(format!("{converted:.2}"))]))
+    }
+
+    /// Handy after deploying: shows who the authorizer says is calling.
+    #[tool(description = "Tells who the server believes is calling: the verified issuer and subject, or anonymous", annotations(read_only_hint = true))]
+    async fn whoami(&self, ctx: CallContext) -> CallToolResult {
+        let caller = match ctx.principal {
+            Principal::Anonymous => "anonymous".to_owned(),
+            Principal::Verified { issuer, subject } => format!("subject {subject} from issuer {issuer}"),
+        };
+        CallToolResult::success(vec![ContentBlock::text(caller)])
     }
 
     #[tool(description = "Turns a title into a URL slug (lowercase, hyphen-separated)", annotations(read_only_hint = true))]

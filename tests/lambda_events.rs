@@ -1,0 +1,81 @@
+//! The Lambda entry point fed real API Gateway HTTP API (payload v2) and
+//! Function URL events, kept as fixtures in `tests/fixtures/`: the same
+//! answers as the local server, and a principal taken from the authorizer
+//! only.
+
+use e2e::*;
+use lambda_http::{Body, request::LambdaRequest};
+use mcp_http::{Dependencies, EdgePolicy, McpEndpoint, Mode};
+use serde_json::Value;
+
+fn starter(mode: Mode) -> McpEndpoint<starter::StarterServer> {
+    McpEndpoint::new(starter::StarterServer::new(Dependencies::in_process()), EdgePolicy::new(mode))
+}
+
+fn fixture(name: &str) -> (lambda_http::Request, Value) {
+    let path = format!("{}/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let event: LambdaRequest = serde_json::from_str(&text).unwrap();
+    let request: lambda_http::Request = event.into();
+    let body: Value = match request.body() {
+        Body::Text(text) => serde_json::from_str(text).unwrap(),
+        Body::Binary(bytes) => serde_json::from_slice(bytes).unwrap(),
+        Body::Empty => panic!("fixture has no body"),
+        _ => unreachable!(),
+    };
+    (request, body)
+}
+
+async fn invoke(name: &str) -> (u16, Value, Value) {
+    let (request, body) = fixture(name);
+    let response = mcp_http::lambda::handle_event(&starter(Mode::Lambda), request).await;
+    let status = response.status().as_u16();
+    let message: Value = match response.body() {
+        Body::Text(text) => serde_json::from_str(text).unwrap(),
+        other => panic!("expected a text body, got {other:?}"),
+    };
+    (status, message, body)
+}
+
+#[tokio::test]
+async fn api_gateway_and_function_url_answer_like_the_local_server() {
+    let local = spawn(starter(Mode::Local)).await;
+    for name in ["apigw-v2-tools-list.json", "function-url-tools-list.json"] {
+        let (status, from_lambda, body) = invoke(name).await;
+        assert_eq!(status, 200, "{name}: {from_lambda}");
+        let from_local = post(local, &body).await;
+        assert_eq!(from_local.status, 200);
+        assert_eq!(from_lambda, from_local.json(), "{name}");
+        assert!(from_lambda["result"]["tools"].as_array().unwrap().len() >= 4);
+    }
+}
+
+#[tokio::test]
+async fn principal_comes_from_the_jwt_authorizer_only() {
+    // The fixture also sends `x-mcp-dev-principal: mallory`, which Lambda ignores.
+    let (status, message, _) = invoke("apigw-v2-whoami.json").await;
+    assert_eq!(status, 200);
+    assert_eq!(message["result"]["content"][0]["text"], "subject user-1 from issuer https://issuer.example.com/");
+
+    let (status, message, _) = invoke("function-url-whoami.json").await;
+    assert_eq!(status, 200);
+    assert_eq!(message["result"]["content"][0]["text"], "anonymous");
+}
+
+#[tokio::test]
+async fn local_mode_honours_the_development_principal() {
+    let local = spawn(starter(Mode::Local)).await;
+    let call = request(1, "tools/call", serde_json::json!({"name": "whoami", "arguments": {}}), serde_json::json!({}));
+    let as_dev = post_with(local, &call, |h| set_header(h, "x-mcp-dev-principal", "alice")).await;
+    assert_eq!(as_dev.json()["result"]["content"][0]["text"], "subject alice from issuer local-dev");
+    let anonymous = post(local, &call).await;
+    assert_eq!(anonymous.json()["result"]["content"][0]["text"], "anonymous");
+}
+
+#[tokio::test]
+async fn lambda_rejects_hosts_other_than_the_api_domain() {
+    let (mut request, _) = fixture("apigw-v2-tools-list.json");
+    request.headers_mut().insert("host", "evil.example.com".parse().unwrap());
+    let response = mcp_http::lambda::handle_event(&starter(Mode::Lambda), request).await;
+    assert_eq!(response.status(), 403);
+}
