@@ -4,5 +4,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), mcp_http::StartError> {
-    mcp_http::run(everything::EverythingServer::new).await
+    mcp_aws::run(everything::EverythingServer::new).await
 }

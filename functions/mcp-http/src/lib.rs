@@ -11,39 +11,57 @@
 //! No AWS SDK here: KMS and DynamoDB adapters live in their own crate.
 
 pub mod capability_guard;
+pub mod clock;
 pub mod context;
 pub mod edge_error;
 pub mod endpoint;
+pub mod handle_access;
+pub mod handles;
 pub mod lambda;
 pub mod local;
 pub mod logging;
 pub mod mrtr;
 pub mod policy;
 pub mod protocol;
+pub mod redemption;
 pub mod request_log;
 pub mod request_state;
+pub mod storage;
 
 use std::sync::Arc;
 
 pub use context::{CallContext, Principal};
 pub use endpoint::{EntryFacts, McpEndpoint};
+pub use handle_access::{HandleFailure, Handles};
+pub use handles::{Change, HandleKind};
 pub use mrtr::{RequestStates, StateScope};
 pub use policy::{EdgePolicy, Mode};
+use clock::{Clock, SystemClock};
+use handles::memory::InMemoryHandleStore;
+use redemption::InMemoryLedger;
 use request_state::{EnvelopeSealer, InProcessKey};
 
 /// What a function's tools are built from, once per cold start.
 #[derive(Clone)]
 pub struct Dependencies {
     pub request_states: RequestStates,
+    pub handles: Handles,
 }
 
 impl Dependencies {
     /// Zero-setup defaults: `requestState` sealed under a random in-process
-    /// key (see [`InProcessKey`] for what that does not give you).
+    /// key (see [`InProcessKey`] for what that does not give you), handles
+    /// and single-use records in memory.
     pub fn in_process() -> Self {
+        Self::in_process_with_clock(Arc::new(SystemClock))
+    }
+
+    pub fn in_process_with_clock(clock: Arc<dyn Clock>) -> Self {
         let audience = std::env::var("MCP_AUDIENCE").unwrap_or_else(|_| "local".to_owned());
+        let sealer = EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone());
         Self {
-            request_states: RequestStates::new(Arc::new(EnvelopeSealer::new(InProcessKey::generate())), audience),
+            request_states: RequestStates::new(Arc::new(sealer), Arc::new(InMemoryLedger::default()), clock.clone(), audience),
+            handles: Handles::new(Arc::new(InMemoryHandleStore::default()), clock),
         }
     }
 }
@@ -65,7 +83,9 @@ pub fn detect_mode() -> Mode {
     if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() { Mode::Lambda } else { Mode::Local }
 }
 
-/// Builds the function's handler once and serves it until the process ends.
+/// Builds the function's handler once, on the zero-setup in-process
+/// dependencies, and serves it until the process ends. `mcp-aws` has the
+/// same entry point with KMS and DynamoDB behind the ports.
 pub async fn run<S, F>(build_handler: F) -> Result<(), StartError>
 where
     S: rmcp::ServerHandler + Clone,
@@ -73,8 +93,17 @@ where
 {
     let mode = detect_mode();
     logging::init(mode);
+    serve(mode, Dependencies::in_process(), build_handler).await
+}
+
+/// Serves `build_handler(deps)` in `mode` until the process ends.
+pub async fn serve<S, F>(mode: Mode, deps: Dependencies, build_handler: F) -> Result<(), StartError>
+where
+    S: rmcp::ServerHandler + Clone,
+    F: FnOnce(Dependencies) -> S,
+{
     let policy = EdgePolicy::from_env(mode).map_err(StartError::Config)?;
-    let endpoint = Arc::new(McpEndpoint::new(build_handler(Dependencies::in_process()), policy));
+    let endpoint = Arc::new(McpEndpoint::new(build_handler(deps), policy));
     match mode {
         Mode::Lambda => lambda::serve_lambda(endpoint).await.map_err(StartError::Lambda),
         Mode::Local => {

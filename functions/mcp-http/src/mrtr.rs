@@ -4,13 +4,17 @@
 
 use std::{sync::Arc, time::Duration};
 
-use rmcp::model::ErrorData;
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ErrorData, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+};
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
 use crate::{
+    clock::Clock,
     context::CallContext,
-    request_state::{DEFAULT_STATE_TTL, OpenError, RequestStateSealer, SealError, StateBinding},
+    redemption::{Redemption, RedemptionLedger},
+    request_state::{DEFAULT_STATE_TTL, OpenError, OpenedState, RequestStateSealer, SealError, StateBinding},
 };
 
 /// The one message a client gets for any state that does not open: it must
@@ -40,13 +44,20 @@ impl<'a> StateScope<'a> {
 #[derive(Clone)]
 pub struct RequestStates {
     sealer: Arc<dyn RequestStateSealer>,
+    ledger: Arc<dyn RedemptionLedger>,
+    clock: Arc<dyn Clock>,
     audience: String,
     ttl: Duration,
 }
 
 impl RequestStates {
-    pub fn new(sealer: Arc<dyn RequestStateSealer>, audience: impl Into<String>) -> Self {
-        Self { sealer, audience: audience.into(), ttl: DEFAULT_STATE_TTL }
+    pub fn new(
+        sealer: Arc<dyn RequestStateSealer>,
+        ledger: Arc<dyn RedemptionLedger>,
+        clock: Arc<dyn Clock>,
+        audience: impl Into<String>,
+    ) -> Self {
+        Self { sealer, ledger, clock, audience: audience.into(), ttl: DEFAULT_STATE_TTL }
     }
 
     /// A copy whose states expire after `ttl` (per tool).
@@ -78,13 +89,43 @@ impl RequestStates {
             })
     }
 
+    /// Opens a state the client echoed. The state may be replayed until it
+    /// expires, which the spec allows for idempotent continuations.
     pub async fn open<T: DeserializeOwned>(
         &self,
         ctx: &CallContext,
         scope: StateScope<'_>,
         token: &str,
     ) -> Result<T, ErrorData> {
-        let value = self.sealer.open(&self.binding(ctx, scope), token).await.map_err(|error| match error {
+        decode(self.open_state(ctx, scope, token).await?)
+    }
+
+    /// Opens a state at most once: a replay of the same token is refused.
+    /// For steps that must not happen twice (a payment, a redemption). The
+    /// record is written only after the token opened, so a forged or
+    /// expired token, or an unreachable KMS, writes nothing.
+    pub async fn open_once<T: DeserializeOwned>(
+        &self,
+        ctx: &CallContext,
+        scope: StateScope<'_>,
+        token: &str,
+    ) -> Result<T, ErrorData> {
+        let opened = self.open_state(ctx, scope, token).await?;
+        let redemption = self.ledger.redeem(&opened.jti, opened.expires_at, self.clock.now()).await.map_err(|error| {
+            tracing::error!(%error, "recording a single-use requestState failed");
+            ErrorData::internal_error("request state service unavailable", None)
+        })?;
+        match redemption {
+            Redemption::First => decode(opened),
+            Redemption::Replay => {
+                tracing::info!(reason = "replayed single-use state", "requestState rejected");
+                Err(ErrorData::invalid_params(INVALID_STATE_MESSAGE, None))
+            }
+        }
+    }
+
+    async fn open_state(&self, ctx: &CallContext, scope: StateScope<'_>, token: &str) -> Result<OpenedState, ErrorData> {
+        self.sealer.open(&self.binding(ctx, scope), token).await.map_err(|error| match error {
             OpenError::KeyUnavailable(_) => {
                 tracing::error!(%error, "opening requestState failed");
                 ErrorData::internal_error("request state service unavailable", None)
@@ -93,7 +134,55 @@ impl RequestStates {
                 tracing::info!(reason = %other, "requestState rejected");
                 ErrorData::invalid_params(INVALID_STATE_MESSAGE, None)
             }
-        })?;
-        serde_json::from_value(value).map_err(|_| ErrorData::invalid_params(INVALID_STATE_MESSAGE, None))
+        })
     }
+}
+
+fn decode<T: DeserializeOwned>(opened: OpenedState) -> Result<T, ErrorData> {
+    serde_json::from_value(opened.data).map_err(|_| ErrorData::invalid_params(INVALID_STATE_MESSAGE, None))
+}
+
+/// What the user answered to a form elicitation (client/elicitation,
+/// "Response Actions").
+#[derive(Debug, Clone, PartialEq)]
+pub enum ElicitationReply<'a> {
+    Accepted(&'a serde_json::Map<String, Value>),
+    Declined,
+    Cancelled,
+    /// No answer under that key, or not an elicitation result: ask again.
+    Missing,
+}
+
+/// Reads the answer to the input request named `key`.
+pub fn elicitation_reply<'a>(responses: &'a Option<InputResponses>, key: &str) -> ElicitationReply<'a> {
+    let Some(reply) = responses.as_ref().and_then(|r| r.get(key)) else {
+        return ElicitationReply::Missing;
+    };
+    match reply.get("action").and_then(Value::as_str) {
+        Some("accept") => reply
+            .get("content")
+            .and_then(Value::as_object)
+            .map_or(ElicitationReply::Missing, ElicitationReply::Accepted),
+        Some("decline") => ElicitationReply::Declined,
+        Some("cancel") => ElicitationReply::Cancelled,
+        _ => ElicitationReply::Missing,
+    }
+}
+
+/// A form-mode elicitation asking `message`, with a flat `requestedSchema`.
+pub fn form_request(message: &str, requested_schema: Value) -> Result<InputRequest, ErrorData> {
+    let requested_schema = serde_json::from_value(requested_schema)
+        .map_err(|e| ErrorData::internal_error(format!("invalid elicitation schema: {e}"), None))?;
+    Ok(InputRequest::Elicitation(ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: message.to_owned(),
+        requested_schema,
+    })))
+}
+
+/// An `InputRequiredResult` asking one thing, with the sealed state.
+pub fn ask_one(key: &str, request: InputRequest, request_state: String) -> InputRequiredResult {
+    let mut requests = InputRequests::new();
+    requests.insert(key.to_owned(), request);
+    InputRequiredResult::new(Some(requests), Some(request_state))
 }

@@ -7,10 +7,7 @@
 //! [`DataKeySource`] provides; [`InProcessKey`] is the zero-setup source for
 //! the local server, and a KMS-backed source swaps in without touching callers.
 
-use std::{
-    sync::Arc,
-    time::{Duration, SystemTime, UNIX_EPOCH},
-};
+use std::{sync::Arc, time::Duration};
 
 use aws_lc_rs::{
     aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey},
@@ -22,7 +19,10 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::context::CallContext;
+use crate::{
+    clock::{Clock, SystemClock},
+    context::CallContext,
+};
 
 /// Version prefix of every token; an unknown prefix fails to open.
 const TOKEN_VERSION: &str = "v1";
@@ -131,7 +131,17 @@ pub trait RequestStateSealer: Send + Sync {
         ttl: Duration,
     ) -> BoxFuture<'a, Result<String, SealError>>;
 
-    fn open<'a>(&'a self, binding: &'a StateBinding, token: &'a str) -> BoxFuture<'a, Result<Value, OpenError>>;
+    fn open<'a>(&'a self, binding: &'a StateBinding, token: &'a str) -> BoxFuture<'a, Result<OpenedState, OpenError>>;
+}
+
+/// A state that opened: the continuation, and what single use needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenedState {
+    pub data: Value,
+    /// Random 128-bit id, base64url.
+    pub jti: String,
+    /// Epoch seconds.
+    pub expires_at: u64,
 }
 
 /// A data key ready to seal with, and the reference that finds it again.
@@ -178,19 +188,6 @@ impl DataKeySource for InProcessKey {
     fn opening_key<'a>(&'a self, key_ref: &'a [u8]) -> BoxFuture<'a, Result<Arc<LessSafeKey>, OpenError>> {
         let found = (key_ref == self.key_ref.as_slice()).then(|| self.key.clone());
         Box::pin(async move { found.ok_or(OpenError::KeyRefused) })
-    }
-}
-
-/// Seconds since the epoch; injectable so tests can move time.
-pub trait Clock: Send + Sync {
-    fn now(&self) -> u64;
-}
-
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> u64 {
-        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
     }
 }
 
@@ -266,7 +263,7 @@ impl<K: DataKeySource> EnvelopeSealer<K> {
         Ok(token)
     }
 
-    async fn open_payload(&self, binding: &StateBinding, token: &str) -> Result<Value, OpenError> {
+    async fn open_payload(&self, binding: &StateBinding, token: &str) -> Result<OpenedState, OpenError> {
         // Oversized input is rejected before any decoding work or key lookup.
         if token.len() > self.max_token_bytes {
             return Err(OpenError::Malformed);
@@ -291,7 +288,11 @@ impl<K: DataKeySource> EnvelopeSealer<K> {
         if self.clock.now() >= payload.exp {
             return Err(OpenError::Expired);
         }
-        Ok(payload.data)
+        Ok(OpenedState { data: payload.data, jti: payload.jti, expires_at: payload.exp })
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 }
 
@@ -305,26 +306,17 @@ impl<K: DataKeySource> RequestStateSealer for EnvelopeSealer<K> {
         Box::pin(self.seal_payload(binding, continuation, ttl))
     }
 
-    fn open<'a>(&'a self, binding: &'a StateBinding, token: &'a str) -> BoxFuture<'a, Result<Value, OpenError>> {
+    fn open<'a>(&'a self, binding: &'a StateBinding, token: &'a str) -> BoxFuture<'a, Result<OpenedState, OpenError>> {
         Box::pin(self.open_payload(binding, token))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicU64, Ordering};
-
     use serde_json::json;
 
     use super::*;
-    use crate::context::Principal;
-
-    struct FixedClock(AtomicU64);
-    impl Clock for FixedClock {
-        fn now(&self) -> u64 {
-            self.0.load(Ordering::SeqCst)
-        }
-    }
+    use crate::{clock::ManualClock, context::Principal};
 
     fn ctx(subject: &str) -> CallContext {
         CallContext::from_meta(
@@ -340,17 +332,20 @@ mod tests {
         StateBinding::new(&ctx(subject), "tools/call", tool, &args, audience)
     }
 
-    fn sealer(clock: Arc<FixedClock>) -> EnvelopeSealer<InProcessKey> {
-        EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock)
+    fn sealer(clock: ManualClock) -> EnvelopeSealer<InProcessKey> {
+        EnvelopeSealer::new(InProcessKey::generate()).with_clock(Arc::new(clock))
     }
 
     #[tokio::test]
     async fn round_trips_and_rejects_every_other_binding() {
-        let clock = Arc::new(FixedClock(AtomicU64::new(1_000)));
+        let clock = ManualClock::at(1_000);
         let s = sealer(clock.clone());
         let b = binding("alice", "pay", json!({"amount": 5, "to": "bob"}), "prod");
         let token = s.seal(&b, &json!({"step": 2}), Duration::from_secs(60)).await.unwrap();
-        assert_eq!(s.open(&b, &token).await.unwrap(), json!({"step": 2}));
+        let opened = s.open(&b, &token).await.unwrap();
+        assert_eq!(opened.data, json!({"step": 2}));
+        assert_eq!(opened.expires_at, 1_060);
+        assert_eq!(opened.jti.len(), 22, "128 bits, base64url");
         // Argument key order does not matter: the digest is over canonical JSON.
         let reordered = binding("alice", "pay", json!({"to": "bob", "amount": 5}), "prod");
         assert!(s.open(&reordered, &token).await.is_ok());
@@ -364,13 +359,13 @@ mod tests {
             assert_eq!(s.open(&other, &token).await.unwrap_err(), OpenError::Forged);
         }
 
-        clock.0.store(1_060, Ordering::SeqCst);
+        clock.advance(60);
         assert_eq!(s.open(&b, &token).await.unwrap_err(), OpenError::Expired);
     }
 
     #[tokio::test]
     async fn every_single_byte_change_and_truncation_fails() {
-        let s = sealer(Arc::new(FixedClock(AtomicU64::new(1))));
+        let s = sealer(ManualClock::at(1));
         let b = binding("alice", "t", json!({}), "a");
         let token = s.seal(&b, &json!("x"), DEFAULT_STATE_TTL).await.unwrap();
         let bytes = token.as_bytes();
@@ -390,8 +385,8 @@ mod tests {
     #[tokio::test]
     async fn another_instance_key_is_refused_and_size_is_bounded() {
         let b = binding("alice", "t", json!({}), "a");
-        let token = sealer(Arc::new(FixedClock(AtomicU64::new(1)))).seal(&b, &json!(1), DEFAULT_STATE_TTL).await.unwrap();
-        let other = sealer(Arc::new(FixedClock(AtomicU64::new(1))));
+        let token = sealer(ManualClock::at(1)).seal(&b, &json!(1), DEFAULT_STATE_TTL).await.unwrap();
+        let other = sealer(ManualClock::at(1));
         assert_eq!(other.open(&b, &token).await.unwrap_err(), OpenError::KeyRefused);
 
         let big = json!("x".repeat(DEFAULT_MAX_TOKEN_BYTES));

@@ -1,5 +1,5 @@
 //! Wiring for the starter function: the `ServerHandler` that serves the
-//! tools in [`tools`]. Edit `tools.rs`; this file rarely needs to change.
+//! tools in [`tools`]. Edit `src/tools/`; this file rarely needs to change.
 
 mod tools;
 
@@ -12,19 +12,20 @@ use rmcp::{
     tool_handler,
 };
 
-use mcp_http::Dependencies;
+use mcp_http::{Dependencies, Handles, RequestStates};
 
 #[derive(Clone)]
 pub struct StarterServer {
-    /// Unused by the example tools yet; multi-round tools seal their state here.
-    #[allow(dead_code)]
-    deps: Dependencies,
+    /// Sealed `requestState` for multi-round tools (KMS in Lambda).
+    request_states: RequestStates,
+    /// Explicit handles (DynamoDB in Lambda).
+    handles: Handles,
     tool_router: ToolRouter<Self>,
 }
 
 impl StarterServer {
     pub fn new(deps: Dependencies) -> Self {
-        Self { deps, tool_router: Self::tools() }
+        Self { request_states: deps.request_states, handles: deps.handles, tool_router: tools::all() }
     }
 }
 

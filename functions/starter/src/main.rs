@@ -1,10 +1,10 @@
 //! The starter function: your MCP server on Lambda.
 //!
-//! Tools live in `tools.rs`; this file only starts the server. With
+//! Tools live in `src/tools/`; this file only starts the server. With
 //! `AWS_LAMBDA_RUNTIME_API` set it serves Lambda events, otherwise it serves
 //! MCP on http://127.0.0.1:3000/mcp (`MCP_LOCAL_ADDR` to change).
 
 #[tokio::main]
 async fn main() -> Result<(), mcp_http::StartError> {
-    mcp_http::run(starter::StarterServer::new).await
+    mcp_aws::run(starter::StarterServer::new).await
 }

@@ -1,10 +1,4 @@
-//! YOUR TOOLS GO HERE.
-//!
-//! Each `#[tool]` method is one MCP tool. Its arguments are a typed struct
-//! whose JSON Schema schemars derives (doc comments become descriptions);
-//! return `CallToolResult` for content, `Json<T>` for structured output, or
-//! `Result<_, ErrorData>` when the call can fail. A tool takes
-//! `ctx: mcp_http::CallContext` to see the caller and its capabilities.
+//! Stateless example tools.
 
 use rmcp::{
     ErrorData, Json,
@@ -87,7 +81,7 @@ pub fn slugify(title: &str, max_length: usize) -> String {
     slug.trim_end_matches('-').to_owned()
 }
 
-#[tool_router(router = tools, vis = "pub(crate)")]
+#[tool_router(router = basics, vis = "pub(crate)")]
 impl StarterServer {
     #[tool(description = "Counts the characters, words and lines of a text", annotations(read_only_hint = true))]
     async fn text_stats(&self, Parameters(args): Parameters<TextArgument>) -> Json<TextStats> {

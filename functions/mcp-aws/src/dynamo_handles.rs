@@ -1,0 +1,331 @@
+//! Handles and single-use `requestState` records in one DynamoDB table.
+//!
+//! Key schema: a string partition key `pk` and nothing else; `expires_at`
+//! (epoch seconds) is the table's TTL attribute. Items:
+//! - `handle#<prefix>#<sha256(owner, handle)>`: owner, kind, data (a map),
+//!   version, created_at, last_used_at, expires_at;
+//! - `jti#<state id>`: expires_at, for single-use states.
+//!
+//! Round trips: create 1, read 1 (a touch that slides the expiry), apply
+//! (append) 1, update 2 (read + compare-and-set) per attempt, delete 1; one
+//! more, only when an expired item is found, to delete it.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::{
+    Client,
+    error::{ProvideErrorMetadata, SdkError},
+    operation::{delete_item::DeleteItemError, update_item::UpdateItemError},
+    types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure},
+};
+use futures::future::BoxFuture;
+use mcp_http::{
+    handles::{Change, HandleKey, HandleRecord, HandleStore, Lookup},
+    redemption::{Redemption, RedemptionLedger},
+    storage::StoreError,
+};
+use serde_json::Value;
+
+use crate::attribute_values::{from_attribute, from_map, to_attribute};
+
+/// The names the code writes; `template.yaml` must declare the same.
+pub const PARTITION_KEY: &str = "pk";
+pub const TTL_ATTRIBUTE: &str = "expires_at";
+
+type Item = HashMap<String, AttributeValue>;
+
+#[derive(Clone)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+}
+
+fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn s(value: &str) -> AttributeValue {
+    AttributeValue::S(value.to_owned())
+}
+
+fn number(item: &Item, name: &str) -> Result<u64, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::N(v)) => v.parse().map_err(|_| StoreError::Corrupt(format!("{name} is not a number"))),
+        _ => Err(StoreError::Corrupt(format!("{name} is missing"))),
+    }
+}
+
+fn string(item: &Item, name: &str) -> Result<String, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Ok(v.clone()),
+        _ => Err(StoreError::Corrupt(format!("{name} is missing"))),
+    }
+}
+
+fn record(item: &Item) -> Result<HandleRecord, StoreError> {
+    let data = match item.get("data") {
+        Some(AttributeValue::M(map)) => Value::Object(from_map(map).ok_or_else(|| StoreError::Corrupt("data".into()))?),
+        Some(other) => from_attribute(other).ok_or_else(|| StoreError::Corrupt("data".into()))?,
+        None => Value::Null,
+    };
+    Ok(HandleRecord {
+        owner: string(item, "owner")?,
+        kind: string(item, "kind")?,
+        data,
+        version: number(item, "version")?,
+        created_at: number(item, "created_at")?,
+        last_used_at: number(item, "last_used_at")?,
+        expires_at: number(item, TTL_ATTRIBUTE)?,
+    })
+}
+
+/// Throttling, timeouts and outages after the SDK's own retries.
+fn unavailable<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
+    error: SdkError<E, R>,
+) -> StoreError {
+    let detail = aws_sdk_dynamodb::error::DisplayErrorContext(&error).to_string();
+    tracing::error!(error = %detail, "DynamoDB call failed");
+    StoreError::Unavailable(error.code().unwrap_or("dispatch failure").to_owned())
+}
+
+/// The item a failed condition saw, if the failure was a condition check.
+fn condition_failed<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
+    error: SdkError<E, R>,
+    item_of: impl FnOnce(&E) -> Option<Item>,
+) -> Result<Option<Item>, StoreError> {
+    match &error {
+        SdkError::ServiceError(service) if service.err().code() == Some("ConditionalCheckFailedException") => {
+            Ok(item_of(service.err()))
+        }
+        _ => Err(unavailable(error)),
+    }
+}
+
+const LIVE: &str = "attribute_exists(pk) AND #owner = :owner AND expires_at > :now";
+
+impl DynamoStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self { client, table: table.into() }
+    }
+
+    /// Why a write conditioned on [`LIVE`] failed, deleting the item if it
+    /// turned out to be expired.
+    async fn explain(&self, key: &HandleKey, seen: Option<Item>, now: u64) -> Result<Lookup, StoreError> {
+        let Some(item) = seen else { return Ok(Lookup::Missing) };
+        if item.get("owner") != Some(&s(&key.owner)) {
+            return Ok(Lookup::Missing);
+        }
+        if number(&item, TTL_ATTRIBUTE)? <= now {
+            self.delete_expired(key, now).await?;
+            return Ok(Lookup::Expired);
+        }
+        Ok(Lookup::LimitReached)
+    }
+
+    /// DynamoDB deletes expired items lazily (up to days later): one seen
+    /// expired is deleted now, unless it was renewed in between.
+    async fn delete_expired(&self, key: &HandleKey, now: u64) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key(PARTITION_KEY, s(&key.partition_key))
+            .condition_expression("expires_at <= :now")
+            .expression_attribute_values(":now", n(now))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(error) => condition_failed(error, |_| None).map(|_| ()),
+        }
+    }
+}
+
+impl HandleStore for DynamoStore {
+    fn create<'a>(&'a self, key: &'a HandleKey, record: &'a HandleRecord) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.client
+                .put_item()
+                .table_name(&self.table)
+                .item(PARTITION_KEY, s(&key.partition_key))
+                .item("owner", s(&record.owner))
+                .item("kind", s(&record.kind))
+                .item("data", to_attribute(&record.data))
+                .item("version", n(record.version))
+                .item("created_at", n(record.created_at))
+                .item("last_used_at", n(record.last_used_at))
+                .item(TTL_ATTRIBUTE, n(record.expires_at))
+                .condition_expression("attribute_not_exists(pk)")
+                .send()
+                .await
+                .map_err(unavailable)?;
+            Ok(())
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+        Box::pin(async move {
+            let output = self
+                .client
+                .get_item()
+                .table_name(&self.table)
+                .key(PARTITION_KEY, s(&key.partition_key))
+                .consistent_read(true)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            let Some(item) = output.item.filter(|item| item.get("owner") == Some(&s(&key.owner))) else {
+                return Ok(Lookup::Missing);
+            };
+            let record = record(&item)?;
+            if record.expires_at <= now {
+                self.delete_expired(key, now).await?;
+                return Ok(Lookup::Expired);
+            }
+            Ok(Lookup::Found(record))
+        })
+    }
+
+    fn replace<'a>(
+        &'a self,
+        key: &'a HandleKey,
+        expected_version: u64,
+        data: &'a Value,
+        now: u64,
+        expires_at: u64,
+    ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+        Box::pin(async move {
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .key(PARTITION_KEY, s(&key.partition_key))
+                .update_expression("SET #data = :data, #version = :next, last_used_at = :now, expires_at = :exp")
+                .condition_expression(format!("{LIVE} AND #version = :expected"))
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_names("#data", "data")
+                .expression_attribute_names("#version", "version")
+                .expression_attribute_values(":owner", s(&key.owner))
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":exp", n(expires_at))
+                .expression_attribute_values(":data", to_attribute(data))
+                .expression_attribute_values(":expected", n(expected_version))
+                .expression_attribute_values(":next", n(expected_version + 1))
+                .return_values(ReturnValue::AllNew)
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+                .send()
+                .await;
+            match result {
+                Ok(output) => Ok(Lookup::Found(record(&output.attributes.unwrap_or_default())?)),
+                Err(error) => {
+                    let seen = condition_failed(error, |e| match e {
+                        UpdateItemError::ConditionalCheckFailedException(c) => c.item.clone(),
+                        _ => None,
+                    })?;
+                    match self.explain(key, seen, now).await? {
+                        // Live and owned, so the version moved on: another writer won.
+                        Lookup::LimitReached => Ok(Lookup::Conflict),
+                        other => Ok(other),
+                    }
+                }
+            }
+        })
+    }
+
+    fn apply<'a>(
+        &'a self,
+        key: &'a HandleKey,
+        change: &'a Change,
+        now: u64,
+        expires_at: u64,
+    ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+        Box::pin(async move {
+            let mut update = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .key(PARTITION_KEY, s(&key.partition_key))
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_values(":owner", s(&key.owner))
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":exp", n(expires_at))
+                .return_values(ReturnValue::AllNew)
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+            update = match change {
+                Change::Touch => update
+                    .update_expression("SET last_used_at = :now, expires_at = :exp")
+                    .condition_expression(LIVE),
+                Change::Append { field, value, max_len } => update
+                    .update_expression(
+                        "SET #data.#field = list_append(#data.#field, :new), last_used_at = :now, expires_at = :exp \
+                         ADD #version :one",
+                    )
+                    .condition_expression(format!("{LIVE} AND size(#data.#field) < :max"))
+                    .expression_attribute_names("#data", "data")
+                    .expression_attribute_names("#field", field)
+                    .expression_attribute_names("#version", "version")
+                    .expression_attribute_values(":new", AttributeValue::L(vec![to_attribute(value)]))
+                    .expression_attribute_values(":one", n(1))
+                    .expression_attribute_values(":max", n(*max_len as u64)),
+            };
+            match update.send().await {
+                Ok(output) => Ok(Lookup::Found(record(&output.attributes.unwrap_or_default())?)),
+                Err(error) => {
+                    let seen = condition_failed(error, |e| match e {
+                        UpdateItemError::ConditionalCheckFailedException(c) => c.item.clone(),
+                        _ => None,
+                    })?;
+                    self.explain(key, seen, now).await
+                }
+            }
+        })
+    }
+
+    fn delete<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+        Box::pin(async move {
+            let result = self
+                .client
+                .delete_item()
+                .table_name(&self.table)
+                .key(PARTITION_KEY, s(&key.partition_key))
+                .condition_expression(LIVE)
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_values(":owner", s(&key.owner))
+                .expression_attribute_values(":now", n(now))
+                .return_values(ReturnValue::AllOld)
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+                .send()
+                .await;
+            match result {
+                Ok(output) => Ok(Lookup::Found(record(&output.attributes.unwrap_or_default())?)),
+                Err(error) => {
+                    let seen = condition_failed(error, |e| match e {
+                        DeleteItemError::ConditionalCheckFailedException(c) => c.item.clone(),
+                        _ => None,
+                    })?;
+                    self.explain(key, seen, now).await
+                }
+            }
+        })
+    }
+}
+
+impl RedemptionLedger for DynamoStore {
+    fn redeem<'a>(&'a self, jti: &'a str, expires_at: u64, _now: u64) -> BoxFuture<'a, Result<Redemption, StoreError>> {
+        Box::pin(async move {
+            let result = self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .item(PARTITION_KEY, s(&format!("jti#{jti}")))
+                .item(TTL_ATTRIBUTE, n(expires_at))
+                .condition_expression("attribute_not_exists(pk)")
+                .send()
+                .await;
+            match result {
+                Ok(_) => Ok(Redemption::First),
+                Err(error) => condition_failed(error, |_| None).map(|_| Redemption::Replay),
+            }
+        })
+    }
+}

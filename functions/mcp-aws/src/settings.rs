@@ -1,0 +1,65 @@
+//! Configuration by environment, the same names in Lambda, in the local
+//! server and in `template.yaml`. No key material here: only the KMS key's
+//! id or alias, which is not a secret.
+
+use mcp_http::Mode;
+
+pub const STATE_KEY_ID: &str = "MCP_STATE_KEY_ID";
+pub const TABLE_NAME: &str = "MCP_TABLE_NAME";
+pub const AUDIENCE: &str = "MCP_AUDIENCE";
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AwsSettings {
+    /// KMS key id, ARN or alias. Unset: an in-process key (local only).
+    pub state_key_id: Option<String>,
+    /// DynamoDB table for handles and single-use records. Unset: memory (local only).
+    pub table_name: Option<String>,
+    /// This deployment (stack and stage). Unset: `local` (local only).
+    pub audience: Option<String>,
+}
+
+impl AwsSettings {
+    pub fn from_env() -> Self {
+        let var = |name| std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        Self { state_key_id: var(STATE_KEY_ID), table_name: var(TABLE_NAME), audience: var(AUDIENCE) }
+    }
+
+    /// A Lambda must have all three: any instance serves any request, so
+    /// nothing may fall back to per-instance memory. Fails naming what is
+    /// missing.
+    pub fn check(&self, mode: Mode) -> Result<(), String> {
+        if mode == Mode::Local {
+            return Ok(());
+        }
+        let missing: Vec<&str> = [
+            (STATE_KEY_ID, self.state_key_id.is_none()),
+            (TABLE_NAME, self.table_name.is_none()),
+            (AUDIENCE, self.audience.is_none()),
+        ]
+        .into_iter()
+        .filter_map(|(name, absent)| absent.then_some(name))
+        .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{} must be set in Lambda (see template.yaml)", missing.join(", ")))
+        }
+    }
+
+    pub fn audience(&self) -> &str {
+        self.audience.as_deref().unwrap_or("local")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lambda_names_every_missing_variable() {
+        let half = AwsSettings { state_key_id: Some("alias/x".into()), ..Default::default() };
+        let error = half.check(Mode::Lambda).unwrap_err();
+        assert!(error.contains(TABLE_NAME) && error.contains(AUDIENCE) && !error.contains(STATE_KEY_ID), "{error}");
+        assert!(half.check(Mode::Local).is_ok());
+    }
+}

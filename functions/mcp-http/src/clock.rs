@@ -1,0 +1,43 @@
+//! Wall-clock seconds, injectable so tests can move time (expiry of sealed
+//! state and of handles).
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+pub trait Clock: Send + Sync {
+    /// Seconds since the Unix epoch.
+    fn now(&self) -> u64;
+}
+
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> u64 {
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    }
+}
+
+/// A clock tests set and advance by hand.
+#[derive(Clone, Default)]
+pub struct ManualClock(Arc<AtomicU64>);
+
+impl ManualClock {
+    pub fn at(seconds: u64) -> Self {
+        Self(Arc::new(AtomicU64::new(seconds)))
+    }
+
+    pub fn advance(&self, seconds: u64) {
+        self.0.fetch_add(seconds, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}

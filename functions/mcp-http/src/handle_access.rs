@@ -1,0 +1,235 @@
+//! What tools call to use handles: owner binding from the request context,
+//! expiry policy, size limits, compare-and-set retries, and the messages a
+//! model sees when a handle is unknown or expired.
+
+use std::{sync::Arc, time::Duration};
+
+use rmcp::model::{CallToolResult, ContentBlock, ErrorData};
+use serde_json::Value;
+
+use crate::{
+    clock::Clock,
+    context::CallContext,
+    handles::{Change, HandleKey, HandleKind, HandleRecord, HandleStore, Lookup},
+    storage::StoreError,
+};
+
+/// Compare-and-set attempts before giving up with [`HandleFailure::Busy`].
+const MAX_CAS_ATTEMPTS: u32 = 8;
+const CAS_BACKOFF_START: Duration = Duration::from_millis(10);
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandleFailure {
+    /// Unknown, malformed or somebody else's: one answer for all three.
+    Unknown,
+    Expired,
+    TooLarge { limit: usize },
+    LimitReached,
+    /// Lost every compare-and-set attempt to concurrent writers.
+    Busy,
+    Store(StoreError),
+}
+
+impl HandleFailure {
+    /// A tool error the model can act on, or -32603 for a store failure.
+    pub fn into_tool_result(self, kind: &HandleKind) -> Result<CallToolResult, ErrorData> {
+        let (noun, create) = (kind.noun, kind.created_by);
+        let message = match self {
+            Self::Unknown => format!("Unknown {noun} handle. Create a new {noun} with {create} and use the handle it returns."),
+            Self::Expired => format!(
+                "This {noun} expired after {} of inactivity. Create a new {noun} with {create}.",
+                describe(kind.idle_ttl)
+            ),
+            Self::TooLarge { limit } => format!("The {noun} would exceed its size limit of {limit} bytes."),
+            Self::LimitReached => format!("The {noun} is full."),
+            Self::Busy => format!("The {noun} is being changed by other calls right now; try again."),
+            Self::Store(error) => {
+                tracing::error!(%error, "handle store failed");
+                return Err(ErrorData::internal_error("storage unavailable", None));
+            }
+        };
+        Ok(CallToolResult::error(vec![ContentBlock::text(message)]))
+    }
+}
+
+/// "24 hours", "30 minutes": for lifetime policies in messages and tool
+/// descriptions.
+pub fn describe(ttl: Duration) -> String {
+    let secs = ttl.as_secs();
+    match secs {
+        s if s % 86_400 == 0 && s >= 86_400 * 2 => format!("{} days", s / 86_400),
+        s if s % 3_600 == 0 && s >= 3_600 => format!("{} hours", s / 3_600),
+        s if s % 60 == 0 && s >= 60 => format!("{} minutes", s / 60),
+        s => format!("{s} seconds"),
+    }
+}
+
+fn outcome(lookup: Result<Lookup, StoreError>) -> Result<HandleRecord, HandleFailure> {
+    match lookup.map_err(HandleFailure::Store)? {
+        Lookup::Found(record) => Ok(record),
+        Lookup::Missing => Err(HandleFailure::Unknown),
+        Lookup::Expired => Err(HandleFailure::Expired),
+        Lookup::LimitReached => Err(HandleFailure::LimitReached),
+        Lookup::Conflict => Err(HandleFailure::Busy),
+    }
+}
+
+#[derive(Clone)]
+pub struct Handles {
+    store: Arc<dyn HandleStore>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Handles {
+    pub fn new(store: Arc<dyn HandleStore>, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
+    }
+
+    fn key(&self, ctx: &CallContext, kind: &HandleKind, handle: &str) -> Result<HandleKey, HandleFailure> {
+        if !kind.is_well_formed(handle) {
+            return Err(HandleFailure::Unknown);
+        }
+        Ok(HandleKey::new(&ctx.principal, kind, handle))
+    }
+
+    fn check_size(kind: &HandleKind, data: &Value) -> Result<(), HandleFailure> {
+        let size = serde_json::to_vec(data).map_or(usize::MAX, |bytes| bytes.len());
+        if size > kind.max_data_bytes {
+            return Err(HandleFailure::TooLarge { limit: kind.max_data_bytes });
+        }
+        Ok(())
+    }
+
+    /// Mints a handle owned by the caller. One round trip.
+    pub async fn create(&self, ctx: &CallContext, kind: &HandleKind, data: Value) -> Result<String, HandleFailure> {
+        Self::check_size(kind, &data)?;
+        let handle = kind.mint();
+        let now = self.clock.now();
+        let key = HandleKey::new(&ctx.principal, kind, &handle);
+        let record = HandleRecord {
+            owner: key.owner.clone(),
+            kind: kind.prefix.to_owned(),
+            data,
+            version: 1,
+            created_at: now,
+            last_used_at: now,
+            expires_at: now + kind.idle_ttl.as_secs(),
+        };
+        self.store.create(&key, &record).await.map_err(HandleFailure::Store)?;
+        Ok(handle)
+    }
+
+    /// Reads and slides the expiry. One round trip.
+    pub async fn read(&self, ctx: &CallContext, kind: &HandleKind, handle: &str) -> Result<HandleRecord, HandleFailure> {
+        self.apply(ctx, kind, handle, &Change::Touch).await
+    }
+
+    /// One round trip: existence, owner and expiry checks, the change, the
+    /// version bump and the new expiry in a single conditional write.
+    pub async fn apply(
+        &self,
+        ctx: &CallContext,
+        kind: &HandleKind,
+        handle: &str,
+        change: &Change,
+    ) -> Result<HandleRecord, HandleFailure> {
+        if let Change::Append { value, .. } = change {
+            Self::check_size(kind, value)?;
+        }
+        let key = self.key(ctx, kind, handle)?;
+        let now = self.clock.now();
+        outcome(self.store.apply(&key, change, now, now + kind.idle_ttl.as_secs()).await)
+    }
+
+    /// Read, modify, compare-and-set; retried with backoff when another
+    /// writer got there first. Two round trips when uncontended.
+    pub async fn update(
+        &self,
+        ctx: &CallContext,
+        kind: &HandleKind,
+        handle: &str,
+        mut modify: impl FnMut(&mut Value),
+    ) -> Result<HandleRecord, HandleFailure> {
+        let key = self.key(ctx, kind, handle)?;
+        let mut backoff = CAS_BACKOFF_START;
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let now = self.clock.now();
+            let mut record = outcome(self.store.get(&key, now).await)?;
+            modify(&mut record.data);
+            Self::check_size(kind, &record.data)?;
+            let expires_at = now + kind.idle_ttl.as_secs();
+            match outcome(self.store.replace(&key, record.version, &record.data, now, expires_at).await) {
+                Err(HandleFailure::Busy) => {
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 2;
+                }
+                done => return done,
+            }
+        }
+        Err(HandleFailure::Busy)
+    }
+
+    /// Deletes the caller's live handle. One round trip.
+    pub async fn delete(&self, ctx: &CallContext, kind: &HandleKind, handle: &str) -> Result<HandleRecord, HandleFailure> {
+        let key = self.key(ctx, kind, handle)?;
+        outcome(self.store.delete(&key, self.clock.now()).await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{clock::ManualClock, context::Principal, handles::memory::InMemoryHandleStore};
+
+    const BASKET: HandleKind = HandleKind {
+        prefix: "bsk",
+        noun: "basket",
+        created_by: "create_basket",
+        idle_ttl: Duration::from_secs(3_600),
+        max_data_bytes: 200,
+    };
+
+    fn ctx(subject: &str) -> CallContext {
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+        CallContext::from_meta(Some(&meta), None, Principal::Verified { issuer: "i".into(), subject: subject.into() }).unwrap()
+    }
+
+    #[tokio::test]
+    async fn owner_binding_expiry_and_limits() {
+        let clock = ManualClock::at(1_000);
+        let handles = Handles::new(Arc::new(InMemoryHandleStore::default()), Arc::new(clock.clone()));
+        let alice = ctx("alice");
+        let h = handles.create(&alice, &BASKET, json!({"items": []})).await.unwrap();
+        let add = Change::Append { field: "items".into(), value: json!("apple"), max_len: 2 };
+        assert_eq!(handles.apply(&alice, &BASKET, &h, &add).await.unwrap().data, json!({"items": ["apple"]}));
+
+        assert_eq!(handles.read(&ctx("bob"), &BASKET, &h).await.unwrap_err(), HandleFailure::Unknown);
+        assert_eq!(handles.read(&alice, &BASKET, "bsk_nope").await.unwrap_err(), HandleFailure::Unknown);
+        let unknown = handles.read(&alice, &BASKET, &BASKET.mint()).await.unwrap_err();
+        let foreign = handles.read(&ctx("bob"), &BASKET, &h).await.unwrap_err();
+        assert_eq!(unknown.into_tool_result(&BASKET), foreign.into_tool_result(&BASKET));
+
+        handles.apply(&alice, &BASKET, &h, &add).await.unwrap();
+        assert_eq!(handles.apply(&alice, &BASKET, &h, &add).await.unwrap_err(), HandleFailure::LimitReached);
+        let big = handles.update(&alice, &BASKET, &h, |d| d["note"] = json!("x".repeat(300))).await;
+        assert_eq!(big.unwrap_err(), HandleFailure::TooLarge { limit: 200 });
+
+        // Sliding expiry: a use at +50 min keeps it alive at +100 min.
+        clock.advance(3_000);
+        handles.read(&alice, &BASKET, &h).await.unwrap();
+        clock.advance(3_000);
+        assert!(handles.read(&alice, &BASKET, &h).await.is_ok());
+        clock.advance(3_600);
+        assert_eq!(handles.read(&alice, &BASKET, &h).await.unwrap_err(), HandleFailure::Expired);
+        assert_eq!(handles.read(&alice, &BASKET, &h).await.unwrap_err(), HandleFailure::Unknown, "deleted once seen expired");
+    }
+
+    #[test]
+    fn lifetimes_read_naturally() {
+        assert_eq!(describe(Duration::from_secs(86_400)), "24 hours");
+        assert_eq!(describe(Duration::from_secs(1_800)), "30 minutes");
+        assert_eq!(describe(Duration::from_secs(3 * 86_400)), "3 days");
+    }
+}

@@ -1,0 +1,292 @@
+//! Explicit handles: opaque ids for state that spans tool calls (a basket, a
+//! workflow), stored server-side, bound to their owner, expiring.
+//!
+//! A handle is `<prefix>_<128 random bits, base64url>`: nothing in it encodes
+//! the owner, a counter or a time. The item's key is derived from the owner
+//! *and* the handle, so another principal's lookup of a stolen handle finds
+//! nothing at all ("State Handle Hijacking", security-best-practices).
+
+use std::time::Duration;
+
+use aws_lc_rs::{
+    digest::{SHA256, digest},
+    rand::{SecureRandom, SystemRandom},
+};
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use crate::{context::Principal, storage::StoreError};
+
+/// A kind of handle and its lifetime policy.
+#[derive(Debug, Clone, Copy)]
+pub struct HandleKind {
+    /// Short and readable, lowercase ASCII (`bsk`).
+    pub prefix: &'static str,
+    /// What the tools call it, for messages (`basket`).
+    pub noun: &'static str,
+    /// The tool that creates one, named in "create a new one" messages.
+    pub created_by: &'static str,
+    /// Sliding expiry: every use pushes `expires_at` this far ahead.
+    pub idle_ttl: Duration,
+    /// Bound on the serialized data, well below DynamoDB's 400 KB item limit.
+    pub max_data_bytes: usize,
+}
+
+const HANDLE_RANDOM_BYTES: usize = 16;
+/// base64url of 16 bytes, unpadded.
+const HANDLE_RANDOM_CHARS: usize = 22;
+
+impl HandleKind {
+    pub fn mint(&self) -> String {
+        let mut random = [0u8; HANDLE_RANDOM_BYTES];
+        SystemRandom::new().fill(&mut random).expect("system CSPRNG");
+        format!("{}_{}", self.prefix, URL_SAFE_NO_PAD.encode(random))
+    }
+
+    /// Checked before any store call: a malformed string costs nothing.
+    pub fn is_well_formed(&self, handle: &str) -> bool {
+        handle
+            .strip_prefix(self.prefix)
+            .and_then(|rest| rest.strip_prefix('_'))
+            .is_some_and(|random| {
+                random.len() == HANDLE_RANDOM_CHARS
+                    && random.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                    && URL_SAFE_NO_PAD.decode(random).is_ok_and(|bytes| bytes.len() == HANDLE_RANDOM_BYTES)
+            })
+    }
+}
+
+/// Where one owner's handle lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandleKey {
+    /// `handle#<prefix>#<hex SHA-256 of owner and handle>`.
+    pub partition_key: String,
+    pub owner: String,
+    pub kind: &'static str,
+}
+
+impl HandleKey {
+    pub fn new(owner: &Principal, kind: &HandleKind, handle: &str) -> Self {
+        let owner = owner.binding_id();
+        let mut material = Vec::with_capacity(owner.len() + handle.len() + 8);
+        for part in [owner.as_bytes(), handle.as_bytes()] {
+            material.extend_from_slice(&(part.len() as u32).to_be_bytes());
+            material.extend_from_slice(part);
+        }
+        let hash: String = digest(&SHA256, &material).as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        Self { partition_key: format!("handle#{}#{hash}", kind.prefix), owner, kind: kind.prefix }
+    }
+}
+
+/// One stored handle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandleRecord {
+    pub owner: String,
+    pub kind: String,
+    pub data: Value,
+    /// Incremented by every write; compare-and-set updates check it.
+    pub version: u64,
+    pub created_at: u64,
+    pub last_used_at: u64,
+    /// Epoch seconds; the table's TTL attribute.
+    pub expires_at: u64,
+}
+
+/// A change the store applies in the same round trip as the read checks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// Only slides the expiry: a read that counts as use.
+    Touch,
+    /// Appends `value` to the list at top-level `field` of the data, unless
+    /// the list already holds `max_len` entries.
+    Append { field: String, value: Value, max_len: usize },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lookup {
+    Found(HandleRecord),
+    /// Unknown, or somebody else's: the two are indistinguishable by design.
+    Missing,
+    /// Past `expires_at`. The store deletes the item when it sees this.
+    Expired,
+    /// The change would exceed its bound; nothing was written.
+    LimitReached,
+    /// A compare-and-set lost to another writer; nothing was written.
+    Conflict,
+}
+
+/// The port. Every method is one store round trip unless documented.
+pub trait HandleStore: Send + Sync {
+    /// Writes a new item; never overwrites an existing one.
+    fn create<'a>(&'a self, key: &'a HandleKey, record: &'a HandleRecord) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Reads the item; `Expired` items are deleted (a second round trip,
+    /// only then), since DynamoDB's TTL deletes lazily.
+    fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>>;
+
+    /// Replaces the data if the version is still `expected_version`,
+    /// bumping it and sliding the expiry.
+    fn replace<'a>(
+        &'a self,
+        key: &'a HandleKey,
+        expected_version: u64,
+        data: &'a Value,
+        now: u64,
+        expires_at: u64,
+    ) -> BoxFuture<'a, Result<Lookup, StoreError>>;
+
+    /// Checks existence and expiry, applies `change`, bumps the version and
+    /// slides the expiry, in one round trip. Answers the new record.
+    fn apply<'a>(
+        &'a self,
+        key: &'a HandleKey,
+        change: &'a Change,
+        now: u64,
+        expires_at: u64,
+    ) -> BoxFuture<'a, Result<Lookup, StoreError>>;
+
+    /// Deletes the item if it is live; answers what it found.
+    fn delete<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>>;
+}
+
+pub mod memory {
+    //! The zero-setup store for `cargo run` and unit tests.
+
+    use std::{collections::HashMap, sync::Mutex};
+
+    use super::*;
+
+    #[derive(Default)]
+    pub struct InMemoryHandleStore {
+        items: Mutex<HashMap<String, HandleRecord>>,
+    }
+
+    impl InMemoryHandleStore {
+        fn with_items<T>(&self, f: impl FnOnce(&mut HashMap<String, HandleRecord>) -> T) -> Result<T, StoreError> {
+            let mut items = self.items.lock().map_err(|_| StoreError::Unavailable("store lock poisoned".into()))?;
+            Ok(f(&mut items))
+        }
+
+        /// The live record for `key`, deleting it if expired.
+        fn live<'m>(items: &'m mut HashMap<String, HandleRecord>, key: &HandleKey, now: u64) -> Result<&'m mut HandleRecord, Lookup> {
+            match items.get(&key.partition_key) {
+                None => Err(Lookup::Missing),
+                Some(record) if record.owner != key.owner => Err(Lookup::Missing),
+                Some(record) if record.expires_at <= now => {
+                    items.remove(&key.partition_key);
+                    Err(Lookup::Expired)
+                }
+                Some(_) => Ok(items.get_mut(&key.partition_key).expect("present")),
+            }
+        }
+    }
+
+    fn ready<'a, T: Send + 'a>(value: T) -> BoxFuture<'a, T> {
+        Box::pin(async move { value })
+    }
+
+    impl HandleStore for InMemoryHandleStore {
+        fn create<'a>(&'a self, key: &'a HandleKey, record: &'a HandleRecord) -> BoxFuture<'a, Result<(), StoreError>> {
+            ready(self.with_items(|items| {
+                items.entry(key.partition_key.clone()).or_insert_with(|| record.clone());
+            }))
+        }
+
+        fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+            ready(self.with_items(|items| match Self::live(items, key, now) {
+                Ok(record) => Lookup::Found(record.clone()),
+                Err(outcome) => outcome,
+            }))
+        }
+
+        fn replace<'a>(
+            &'a self,
+            key: &'a HandleKey,
+            expected_version: u64,
+            data: &'a Value,
+            now: u64,
+            expires_at: u64,
+        ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+            ready(self.with_items(|items| match Self::live(items, key, now) {
+                Ok(record) if record.version != expected_version => Lookup::Conflict,
+                Ok(record) => {
+                    record.data = data.clone();
+                    record.version += 1;
+                    record.last_used_at = now;
+                    record.expires_at = expires_at;
+                    Lookup::Found(record.clone())
+                }
+                Err(outcome) => outcome,
+            }))
+        }
+
+        fn apply<'a>(
+            &'a self,
+            key: &'a HandleKey,
+            change: &'a Change,
+            now: u64,
+            expires_at: u64,
+        ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+            ready(self.with_items(|items| {
+                let record = match Self::live(items, key, now) {
+                    Ok(record) => record,
+                    Err(outcome) => return outcome,
+                };
+                let Change::Append { field, value, max_len } = change else {
+                    record.last_used_at = now;
+                    record.expires_at = expires_at;
+                    return Lookup::Found(record.clone());
+                };
+                let Some(list) = record.data.get_mut(field).and_then(Value::as_array_mut) else {
+                    return Lookup::LimitReached;
+                };
+                if list.len() >= *max_len {
+                    return Lookup::LimitReached;
+                }
+                list.push(value.clone());
+                record.version += 1;
+                record.last_used_at = now;
+                record.expires_at = expires_at;
+                Lookup::Found(record.clone())
+            }))
+        }
+
+        fn delete<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+            ready(self.with_items(|items| match Self::live(items, key, now) {
+                Ok(_) => Lookup::Found(items.remove(&key.partition_key).expect("present")),
+                Err(outcome) => outcome,
+            }))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KIND: HandleKind =
+        HandleKind { prefix: "bsk", noun: "basket", created_by: "create_basket", idle_ttl: Duration::from_secs(60), max_data_bytes: 1024 };
+
+    #[test]
+    fn minted_handles_are_well_formed_and_distinct() {
+        let a = KIND.mint();
+        let b = KIND.mint();
+        assert_ne!(a, b);
+        assert!(a.starts_with("bsk_") && a.len() == 4 + 22);
+        assert!(KIND.is_well_formed(&a));
+        for bad in ["", "bsk_", "bsk_short", "xyz_AAAAAAAAAAAAAAAAAAAAAA", "bsk_AAAAAAAAAAAAAAAAAAAA!A", &format!("{a}A")] {
+            assert!(!KIND.is_well_formed(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn keys_depend_on_owner_and_handle() {
+        let alice = Principal::Verified { issuer: "i".into(), subject: "alice".into() };
+        let bob = Principal::Verified { issuer: "i".into(), subject: "bob".into() };
+        let h = KIND.mint();
+        assert_ne!(HandleKey::new(&alice, &KIND, &h), HandleKey::new(&bob, &KIND, &h));
+        assert_eq!(HandleKey::new(&alice, &KIND, &h), HandleKey::new(&alice, &KIND, &h));
+        assert!(!HandleKey::new(&alice, &KIND, &h).partition_key.contains("alice"));
+    }
+}

@@ -1,0 +1,173 @@
+//! Example: state that spans calls behind an explicit handle.
+//!
+//! `create_basket` mints an opaque handle; the other tools take it as an
+//! ordinary argument. The basket lives in the project's DynamoDB table (in
+//! memory locally), bound to the caller: another principal's call with the
+//! same handle gets the same answer as an unknown handle. `checkout` asks
+//! the user to confirm before the destructive step, and opens its state at
+//! most once, so a replayed confirmation cannot place a second order.
+
+use std::time::Duration;
+
+use mcp_http::{
+    CallContext, Change, HandleKind, StateScope,
+    handle_access::HandleFailure,
+    mrtr::{ElicitationReply, ask_one, elicitation_reply, form_request},
+};
+use rmcp::{
+    ErrorData, Json,
+    handler::server::{
+        tool::{InputResponses, RequestState},
+        wrapper::Parameters,
+    },
+    model::{CallToolResponse, CallToolResult, ContentBlock},
+    tool, tool_router,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::StarterServer;
+
+/// The lifetime policy, stated in `create_basket`'s description too.
+pub const BASKET: HandleKind = HandleKind {
+    prefix: "bsk",
+    noun: "basket",
+    created_by: "create_basket",
+    idle_ttl: Duration::from_secs(24 * 3600),
+    max_data_bytes: 32 * 1024,
+};
+pub const MAX_LINES: usize = 200;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct BasketArgument {
+    /// The handle `create_basket` returned (`bsk_...`).
+    pub basket: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AddItem {
+    /// The handle `create_basket` returned (`bsk_...`).
+    pub basket: String,
+    /// What to add, e.g. "oat milk".
+    #[schemars(length(min = 1, max = 100))]
+    pub item: String,
+    /// How many (1-99).
+    #[schemars(range(min = 1, max = 99))]
+    pub quantity: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct Line {
+    pub item: String,
+    pub quantity: u32,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct BasketView {
+    pub basket: String,
+    pub lines: Vec<Line>,
+    /// Seconds since the epoch after which the basket is gone unless used.
+    pub expires_at: u64,
+}
+
+fn lines(data: &Value) -> Vec<Line> {
+    serde_json::from_value(data.get("lines").cloned().unwrap_or_default()).unwrap_or_default()
+}
+
+fn text(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(message)])
+}
+
+fn failed(failure: HandleFailure) -> Result<CallToolResult, ErrorData> {
+    failure.into_tool_result(&BASKET)
+}
+
+#[tool_router(router = basket_tools, vis = "pub(crate)")]
+impl StarterServer {
+    #[tool(description = "Creates an empty shopping basket and returns its handle. Baskets expire after 24 hours of inactivity.")]
+    async fn create_basket(&self, ctx: CallContext) -> Result<CallToolResult, ErrorData> {
+        match self.handles.create(&ctx, &BASKET, json!({"lines": []})).await {
+            Ok(handle) => Ok(text(format!("Created basket {handle}. Pass it as `basket` to add_item, view_basket and checkout."))),
+            Err(failure) => failed(failure),
+        }
+    }
+
+    #[tool(description = "Adds an item to a basket")]
+    async fn add_item(&self, ctx: CallContext, Parameters(args): Parameters<AddItem>) -> Result<CallToolResult, ErrorData> {
+        if args.item.trim().is_empty() || !(1..=99).contains(&args.quantity) {
+            return Ok(CallToolResult::error(vec![ContentBlock::text("Give a non-empty item and a quantity from 1 to 99.")]));
+        }
+        let line = json!({"item": args.item.trim(), "quantity": args.quantity});
+        let change = Change::Append { field: "lines".into(), value: line, max_len: MAX_LINES };
+        match self.handles.apply(&ctx, &BASKET, &args.basket, &change).await {
+            Ok(record) => Ok(text(format!(
+                "Added {} x {}. The basket has {} line(s).",
+                args.quantity,
+                args.item.trim(),
+                lines(&record.data).len()
+            ))),
+            Err(failure) => failed(failure),
+        }
+    }
+
+    #[tool(description = "Shows what is in a basket")]
+    async fn view_basket(
+        &self,
+        ctx: CallContext,
+        Parameters(args): Parameters<BasketArgument>,
+    ) -> Result<Json<BasketView>, CallToolResult> {
+        match self.handles.read(&ctx, &BASKET, &args.basket).await {
+            Ok(record) => Ok(Json(BasketView { lines: lines(&record.data), basket: args.basket, expires_at: record.expires_at })),
+            Err(failure) => Err(failed(failure).unwrap_or_else(|e| CallToolResult::error(vec![ContentBlock::text(e.message)]))),
+        }
+    }
+
+    /// Round 1 asks for confirmation; round 2 places the order and deletes
+    /// the basket. The state is single-use: replaying it is refused.
+    #[tool(
+        description = "Places the order for a basket after the user confirms, then deletes the basket",
+        annotations(destructive_hint = true)
+    )]
+    async fn checkout(
+        &self,
+        ctx: CallContext,
+        Parameters(args): Parameters<BasketArgument>,
+        RequestState(state): RequestState,
+        InputResponses(responses): InputResponses,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let bound = json!({"basket": args.basket});
+        let scope = StateScope::tool("checkout", &bound);
+        let Some(token) = state else {
+            let record = match self.handles.read(&ctx, &BASKET, &args.basket).await {
+                Ok(record) => record,
+                Err(failure) => return failed(failure).map(Into::into),
+            };
+            let count = lines(&record.data).len();
+            if count == 0 {
+                return Ok(text("The basket is empty: add items before checking out.").into());
+            }
+            let question = form_request(
+                &format!("Place the order for {count} line(s)? The basket is deleted afterwards."),
+                json!({"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Place the order"}}, "required": ["confirm"]}),
+            )?;
+            let state = self.request_states.seal(&ctx, scope, &json!({"step": "confirm"})).await?;
+            return Ok(ask_one("confirm", question, state).into());
+        };
+        self.request_states.open_once::<Value>(&ctx, scope, &token).await?;
+        let confirmed = match elicitation_reply(&responses, "confirm") {
+            ElicitationReply::Accepted(content) => content.get("confirm").and_then(Value::as_bool) == Some(true),
+            ElicitationReply::Declined | ElicitationReply::Cancelled => false,
+            ElicitationReply::Missing => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text("No confirmation was given; call checkout again.")]).into());
+            }
+        };
+        if !confirmed {
+            return Ok(text("Checkout cancelled; the basket is unchanged.").into());
+        }
+        match self.handles.delete(&ctx, &BASKET, &args.basket).await {
+            Ok(record) => Ok(text(format!("Order placed for {} line(s). The basket is closed.", lines(&record.data).len())).into()),
+            Err(failure) => failed(failure).map(Into::into),
+        }
+    }
+}

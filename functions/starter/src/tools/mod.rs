@@ -1,0 +1,23 @@
+//! YOUR TOOLS GO HERE: one file per group of tools, each an
+//! `impl StarterServer` block under `#[tool_router(router = ...)]`, added to
+//! [`all`] below. Start from whichever example is closest:
+//!
+//! - `basics.rs`: stateless tools with typed arguments, structured output,
+//!   tool errors, and the caller's identity;
+//! - `reminder.rs`: a multi-round flow that asks the user for input
+//!   (MRTR elicitation) and carries its progress in a sealed `requestState`;
+//! - `basket.rs`: state that spans calls behind an explicit handle (stored
+//!   in DynamoDB in Lambda), with a confirmed, single-use checkout.
+
+mod basics;
+mod basket;
+mod reminder;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+
+use crate::StarterServer;
+
+/// Every tool the server exposes.
+pub(crate) fn all() -> ToolRouter<StarterServer> {
+    StarterServer::basics() + StarterServer::basket_tools() + StarterServer::reminder_tools()
+}
