@@ -26,6 +26,7 @@ use crate::{
     context::{CallContext, Principal},
     edge_error::{EdgeError, code, jsonrpc_error_response},
     policy::{EdgePolicy, MCP_PATH},
+    protected_resource::ResourceMetadata,
     protocol::SUPPORTED_VERSIONS,
     request_log::RequestLog,
 };
@@ -50,6 +51,7 @@ pub struct McpEndpoint<S: ServerHandler> {
     policy: Arc<EdgePolicy>,
     /// The handler's `Implementation`, added to every result's `_meta`.
     server_info: Value,
+    resource_metadata: ResourceMetadata,
 }
 
 impl<S: ServerHandler + Clone> McpEndpoint<S> {
@@ -71,7 +73,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             Arc::new(NeverSessionManager::default()),
             config,
         );
-        Self { rmcp, policy: Arc::new(policy), server_info }
+        Self { rmcp, policy: Arc::new(policy), server_info, resource_metadata: ResourceMetadata::from_env() }
     }
 
     pub fn policy(&self) -> &EdgePolicy {
@@ -84,6 +86,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let response = match self.admit(request, &mut log) {
             Ok(Admitted::Request(request, ctx)) => self.dispatch(request, Some(&ctx), &mut log).await,
             Ok(Admitted::Other(request)) => self.dispatch(request, None, &mut log).await,
+            Ok(Admitted::Answered(response)) => response,
             Err((error, id)) => {
                 log.error_code = Some(error.code());
                 error.into_response(id)
@@ -103,6 +106,12 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let facts = request.extensions().get::<EntryFacts>().cloned().unwrap_or_default();
         log.trace_id = trace_id(request.headers());
         if request.uri().path() != MCP_PATH {
+            if request.method() == Method::GET && ResourceMetadata::is_published_at(request.uri().path()) {
+                let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+                if let Some(document) = self.resource_metadata.response(host) {
+                    return Ok(Admitted::Answered(document));
+                }
+            }
             return Err((EdgeError::WrongPath, None));
         }
         self.check_host_and_origin(&request, facts.api_domain.as_deref()).map_err(|e| (e, None))?;
@@ -259,6 +268,8 @@ enum Admitted {
     Request(http::Request<Bytes>, CallContext),
     /// A notification or a stray response: rmcp decides.
     Other(http::Request<Bytes>),
+    /// Not MCP: answered at the edge (protected resource metadata).
+    Answered(http::Response<Bytes>),
 }
 
 fn is_json(headers: &HeaderMap) -> bool {

@@ -22,6 +22,7 @@ pub mod local;
 pub mod logging;
 pub mod mrtr;
 pub mod policy;
+pub mod protected_resource;
 pub mod protocol;
 pub mod redemption;
 pub mod request_log;

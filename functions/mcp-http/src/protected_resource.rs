@@ -1,0 +1,94 @@
+//! OAuth 2.0 Protected Resource Metadata (RFC 9728), which MCP servers must
+//! publish (basic/authorization): where clients find the authorization
+//! server for this endpoint. Served without auth at
+//! `/.well-known/oauth-protected-resource` and at its path-suffixed form for
+//! `/mcp`. Off (404) unless `MCP_AUTHORIZATION_SERVERS` is set.
+
+use bytes::Bytes;
+use http::{HeaderValue, StatusCode, header};
+use serde_json::json;
+
+use crate::policy::MCP_PATH;
+
+pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+
+#[derive(Debug, Clone, Default)]
+pub struct ResourceMetadata {
+    /// `MCP_AUTHORIZATION_SERVERS`: issuer URLs, comma-separated.
+    pub authorization_servers: Vec<String>,
+    /// `MCP_SCOPES_SUPPORTED`, comma-separated.
+    pub scopes_supported: Vec<String>,
+    /// `MCP_RESOURCE`: the canonical URI of the MCP endpoint. Unset: the
+    /// request's own `https://<host>/mcp` (`http` for loopback hosts).
+    pub resource: Option<String>,
+}
+
+fn list(name: &str) -> Vec<String> {
+    std::env::var(name)
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+impl ResourceMetadata {
+    pub fn from_env() -> Self {
+        Self {
+            authorization_servers: list("MCP_AUTHORIZATION_SERVERS"),
+            scopes_supported: list("MCP_SCOPES_SUPPORTED"),
+            resource: std::env::var("MCP_RESOURCE").ok().filter(|r| !r.is_empty()),
+        }
+    }
+
+    pub fn is_published_at(path: &str) -> bool {
+        path == WELL_KNOWN || path.strip_prefix(WELL_KNOWN) == Some(MCP_PATH)
+    }
+
+    /// The metadata document, or `None` when no authorization server is
+    /// configured (auth off).
+    pub fn response(&self, host: &str) -> Option<http::Response<Bytes>> {
+        if self.authorization_servers.is_empty() {
+            return None;
+        }
+        let resource = self.resource.clone().unwrap_or_else(|| {
+            let loopback = ["localhost", "127.0.0.1", "[::1]"].iter().any(|h| host == *h || host.starts_with(&format!("{h}:")));
+            format!("{}://{host}{MCP_PATH}", if loopback { "http" } else { "https" })
+        });
+        let document = json!({
+            "resource": resource,
+            "authorization_servers": self.authorization_servers,
+            "scopes_supported": self.scopes_supported,
+            "bearer_methods_supported": ["header"],
+        });
+        let mut response = http::Response::new(Bytes::from(document.to_string()));
+        *response.status_mut() = StatusCode::OK;
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("max-age=300"));
+        Some(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn served_at_both_paths_only_when_configured() {
+        assert!(ResourceMetadata::is_published_at("/.well-known/oauth-protected-resource"));
+        assert!(ResourceMetadata::is_published_at("/.well-known/oauth-protected-resource/mcp"));
+        assert!(!ResourceMetadata::is_published_at("/.well-known/oauth-protected-resource/other"));
+        assert!(ResourceMetadata::default().response("example.com").is_none());
+
+        let metadata = ResourceMetadata {
+            authorization_servers: vec!["https://issuer.example.com".into()],
+            scopes_supported: vec!["mcp".into()],
+            resource: None,
+        };
+        let body: serde_json::Value =
+            serde_json::from_slice(metadata.response("api.example.com").unwrap().body()).unwrap();
+        assert_eq!(body["resource"], "https://api.example.com/mcp");
+        assert_eq!(body["authorization_servers"][0], "https://issuer.example.com");
+    }
+}

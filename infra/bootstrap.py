@@ -1,0 +1,138 @@
+"""Create the table and the KMS key of template.yaml in the emulator.
+
+template.yaml is the one source of truth: the table's key schema, attribute
+definitions and TTL attribute, and the key's spec, usage, rotation and alias
+are read from it, not repeated here.
+"""
+
+import argparse
+import json
+import os
+
+import boto3
+import yaml
+
+
+class CfnLoader(yaml.SafeLoader):
+    """YAML with CloudFormation's short tags (!Ref, !Sub, ...) as plain dicts."""
+
+
+def _tag(loader, suffix, node):
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    name = "Ref" if suffix == "Ref" else "Fn::" + suffix
+    return {name: value}
+
+
+CfnLoader.add_multi_constructor("!", _tag)
+
+
+def load_template(path):
+    with open(path, encoding="utf-8") as f:
+        return yaml.load(f, Loader=CfnLoader)
+
+
+def resource_of_type(template, type_name):
+    for name, resource in template["Resources"].items():
+        if resource["Type"] == type_name:
+            return name, resource.get("Properties", {})
+    raise SystemExit(f"template.yaml declares no {type_name}")
+
+
+def table_definition(template):
+    _, props = resource_of_type(template, "AWS::DynamoDB::Table")
+    return {
+        "AttributeDefinitions": props["AttributeDefinitions"],
+        "KeySchema": props["KeySchema"],
+        "BillingMode": props["BillingMode"],
+        "TimeToLiveAttribute": props["TimeToLiveSpecification"]["AttributeName"],
+    }
+
+
+def substitute_stack(value, stack):
+    if isinstance(value, dict) and "Fn::Sub" in value:
+        return value["Fn::Sub"].replace("${AWS::StackName}", stack)
+    return value
+
+
+def ensure_table(dynamodb, name, definition):
+    existing = dynamodb.list_tables()["TableNames"]
+    if name in existing:
+        print(f"[bootstrap] table {name} exists")
+    else:
+        dynamodb.create_table(
+            TableName=name,
+            AttributeDefinitions=definition["AttributeDefinitions"],
+            KeySchema=definition["KeySchema"],
+            BillingMode=definition["BillingMode"],
+        )
+        print(f"[bootstrap] created table {name}")
+    dynamodb.update_time_to_live(
+        TableName=name,
+        TimeToLiveSpecification={"AttributeName": definition["TimeToLiveAttribute"], "Enabled": True},
+    )
+
+
+def ensure_key(kms, template, stack):
+    _, key_props = resource_of_type(template, "AWS::KMS::Key")
+    _, alias_props = resource_of_type(template, "AWS::KMS::Alias")
+    alias = substitute_stack(alias_props["AliasName"], stack)
+    aliases = {a["AliasName"]: a.get("TargetKeyId") for a in kms.list_aliases()["Aliases"]}
+    if alias in aliases and aliases[alias]:
+        print(f"[bootstrap] key alias {alias} exists")
+        return alias
+    key = kms.create_key(
+        Description=key_props["Description"],
+        KeySpec=key_props["KeySpec"],
+        KeyUsage=key_props["KeyUsage"],
+    )["KeyMetadata"]
+    if key_props.get("EnableKeyRotation"):
+        kms.enable_key_rotation(KeyId=key["KeyId"])
+    kms.create_alias(AliasName=alias, TargetKeyId=key["KeyId"])
+    print(f"[bootstrap] created key {key['KeyId']} as {alias}")
+    return alias
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--template", required=True)
+    parser.add_argument("--stack", required=True)
+    parser.add_argument("--env-file", required=True)
+    parser.add_argument("--table-json", required=True)
+    args = parser.parse_args()
+
+    template = load_template(args.template)
+    definition = table_definition(template)
+    with open(args.table_json, "w", encoding="utf-8") as f:
+        json.dump(definition, f, indent=2)
+
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    table = f"{args.stack}-state"
+    ensure_table(boto3.client("dynamodb", endpoint_url=endpoint), table, definition)
+    alias = ensure_key(boto3.client("kms", endpoint_url=endpoint), template, args.stack)
+
+    # The variables template.yaml gives the function, with local values.
+    env = {
+        "MCP_TABLE_NAME": table,
+        "MCP_STATE_KEY_ID": alias,
+        "MCP_AUDIENCE": args.stack,
+        "MCP_LOG_LEVEL": "info",
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_REGION": os.environ["AWS_REGION"],
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+    with open(args.env_file, "w", encoding="utf-8") as f:
+        for name, value in env.items():
+            f.write(f"export {name}={value}\n")
+    print(f"[bootstrap] wrote {os.path.relpath(args.env_file)} and {os.path.relpath(args.table_json)}")
+
+
+if __name__ == "__main__":
+    main()

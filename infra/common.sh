@@ -1,0 +1,26 @@
+# Shared by the infra/ scripts (sourced, not run). Everything they start or
+# write lives under .tmp/ in the repository; nothing outside it.
+set -euo pipefail
+# No telemetry from the SAM CLI.
+export SAM_CLI_TELEMETRY=0
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+STATE_DIR="$ROOT/.tmp"
+VENV="$ROOT/.venv"
+MOTO_HOST=127.0.0.1
+MOTO_PORT="${MOTO_PORT:-5055}"
+# What the local stack is called: the audience, and the alias prefix, as the
+# stack name is in template.yaml.
+LOCAL_STACK="${LOCAL_STACK:-mcp-local}"
+mkdir -p "$STATE_DIR"
+
+say() { printf '[%s] %s\n' "$(basename "$0" .sh)" "$*"; }
+
+# Environment for the AWS SDK (and boto3) to talk to the emulator only.
+emulator_env() {
+  export AWS_ENDPOINT_URL="http://$MOTO_HOST:$MOTO_PORT"
+  export AWS_REGION="${AWS_REGION:-eu-west-1}" AWS_DEFAULT_REGION="${AWS_REGION:-eu-west-1}"
+  export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_SESSION_TOKEN=testing
+  export AWS_EC2_METADATA_DISABLED=true
+}
+
+pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }

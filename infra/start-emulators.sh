@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Starts moto's server on 127.0.0.1:$MOTO_PORT (default 5055): DynamoDB and
+# KMS over the real AWS wire protocols, offline. Safe to run twice: an
+# emulator already running is left as it is.
+source "$(dirname "$0")/common.sh"
+pidfile="$STATE_DIR/moto.pid"
+if pid_alive "$pidfile"; then
+  say "moto already running (pid $(cat "$pidfile")) on $MOTO_HOST:$MOTO_PORT"
+  exit 0
+fi
+[ -x "$VENV/bin/moto_server" ] || bash "$ROOT/infra/install-tools.sh"
+nohup "$VENV/bin/moto_server" -H "$MOTO_HOST" -p "$MOTO_PORT" >"$STATE_DIR/moto.log" 2>&1 &
+echo $! > "$pidfile"
+for _ in $(seq 1 100); do
+  if curl -fsS -o /dev/null "http://$MOTO_HOST:$MOTO_PORT/moto-api/" 2>/dev/null; then
+    say "moto started (pid $(cat "$pidfile")) on $MOTO_HOST:$MOTO_PORT, log in .tmp/moto.log"
+    exit 0
+  fi
+  sleep 0.2
+done
+echo "moto did not start; see .tmp/moto.log" >&2
+exit 1
