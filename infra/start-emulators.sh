@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Starts moto's server on 127.0.0.1:$MOTO_PORT (default 5055): DynamoDB and
-# KMS over the real AWS wire protocols, offline. Safe to run twice: an
-# emulator already running is left as it is.
+# KMS over the real AWS wire protocols, offline, through infra/moto_server.py
+# (which applies requests one at a time, as DynamoDB does per item). Safe to
+# run twice: an emulator already running is left as it is.
 source "$(dirname "$0")/common.sh"
 pidfile="$STATE_DIR/moto.pid"
 if pid_alive "$pidfile"; then
   say "moto already running (pid $(cat "$pidfile")) on $MOTO_HOST:$MOTO_PORT"
   exit 0
 fi
-[ -x "$VENV/bin/moto_server" ] || bash "$ROOT/infra/install-tools.sh"
-nohup "$VENV/bin/moto_server" -H "$MOTO_HOST" -p "$MOTO_PORT" >"$STATE_DIR/moto.log" 2>&1 &
+bash "$ROOT/infra/install-tools.sh"
+nohup "$VENV/bin/python" "$ROOT/infra/moto_server.py" -H "$MOTO_HOST" -p "$MOTO_PORT" >"$STATE_DIR/moto.log" 2>&1 &
 echo $! > "$pidfile"
 for _ in $(seq 1 100); do
   if curl -fsS -o /dev/null "http://$MOTO_HOST:$MOTO_PORT/moto-api/" 2>/dev/null; then

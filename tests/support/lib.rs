@@ -1,6 +1,8 @@
 //! Shared by the end-to-end tests: start a function's local server on an
 //! ephemeral port and talk to it over real HTTP/1.1, the way a client would.
 
+pub mod emulator;
+
 use std::{net::SocketAddr, sync::Arc};
 
 use bytes::Bytes;
@@ -115,4 +117,21 @@ pub fn set_header(headers: &mut Vec<(String, String)>, name: &str, value: &str) 
 
 pub fn remove_header(headers: &mut Vec<(String, String)>, name: &str) {
     headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+}
+
+/// Calls tool `name` with `arguments` as `principal` (local development
+/// header), with `extra` params (requestState, inputResponses) merged in.
+pub async fn call_tool(addr: SocketAddr, principal: &str, name: &str, arguments: Value, capabilities: Value, extra: Value) -> Value {
+    let mut body = request(1, "tools/call", json!({"name": name, "arguments": arguments}), capabilities);
+    if let Value::Object(extra) = extra {
+        for (k, v) in extra {
+            body["params"][k] = v;
+        }
+    }
+    post_with(addr, &body, |h| set_header(h, "x-mcp-dev-principal", principal)).await.message()
+}
+
+/// The text of a tool result's first content block.
+pub fn text_of(message: &Value) -> String {
+    message["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text in {message}")).to_owned()
 }

@@ -1,7 +1,7 @@
 //! Wiring for the starter function: the `ServerHandler` that serves the
 //! tools in [`tools`]. Edit `src/tools/`; this file rarely needs to change.
 
-mod tools;
+pub mod tools;
 
 use std::borrow::Cow;
 

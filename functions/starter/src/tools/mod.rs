@@ -10,7 +10,7 @@
 //!   in DynamoDB in Lambda), with a confirmed, single-use checkout.
 
 mod basics;
-mod basket;
+pub mod basket;
 mod reminder;
 
 use rmcp::handler::server::router::tool::ToolRouter;

@@ -1,0 +1,160 @@
+//! Explicit handles as DynamoDB items (moto's DynamoDB, real AWS SDK):
+//! owner-bound, expiring, safe under concurrency.
+
+use std::sync::Arc;
+
+use e2e::{emulator::*, *};
+use mcp_http::{
+    Principal,
+    clock::{ManualClock, SystemClock},
+    handles::HandleKey,
+};
+use serde_json::{Value, json};
+use starter::tools::basket::BASKET;
+
+fn handle_in(created: &Value) -> String {
+    text_of(created).split_whitespace().nth(2).unwrap().trim_end_matches('.').to_owned()
+}
+
+#[tokio::test]
+async fn basket_lifecycle_across_two_instances() {
+    let sdk = sdk().await;
+    let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-life");
+    let a = start_starter(&settings, Arc::new(SystemClock)).await;
+    let b = start_starter(&settings, Arc::new(SystemClock)).await;
+
+    let basket = handle_in(&call_tool(a, "alice", "create_basket", json!({}), json!({}), json!({})).await);
+    assert!(BASKET.is_well_formed(&basket), "{basket}");
+    call_tool(b, "alice", "add_item", json!({"basket": basket, "item": "bread", "quantity": 1}), json!({}), json!({})).await;
+    call_tool(a, "alice", "add_item", json!({"basket": basket, "item": "jam", "quantity": 2}), json!({}), json!({})).await;
+    let view = call_tool(b, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+    assert_eq!(
+        view["result"]["structuredContent"]["lines"],
+        json!([{"item": "bread", "quantity": 1}, {"item": "jam", "quantity": 2}])
+    );
+
+    let round1 = call_tool(a, "alice", "checkout", json!({"basket": basket}), json!({"elicitation": {}}), json!({})).await;
+    let state = round1["result"]["requestState"].as_str().unwrap();
+    let reply = json!({"requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
+    let placed = call_tool(b, "alice", "checkout", json!({"basket": basket}), json!({"elicitation": {}}), reply).await;
+    assert_eq!(text_of(&placed), "Order placed for 2 line(s). The basket is closed.");
+    let gone = call_tool(a, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+    assert_eq!(gone["result"]["isError"], true);
+    assert!(text_of(&gone).starts_with("Unknown basket handle"));
+    assert_eq!(scan(&sdk, &settings.table_name.clone().unwrap()).await.iter().filter(|i| i["pk"].as_s().unwrap().starts_with("handle#")).count(), 0);
+}
+
+#[tokio::test]
+async fn foreign_unknown_and_malformed_handles_get_the_same_answer() {
+    let sdk = sdk().await;
+    let addr = start_starter(&settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-foreign"), Arc::new(SystemClock)).await;
+    let basket = handle_in(&call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await);
+
+    let results: Vec<Value> = futures::future::join_all([
+        call_tool(addr, "bob", "view_basket", json!({"basket": basket}), json!({}), json!({})),
+        call_tool(addr, "alice", "view_basket", json!({"basket": BASKET.mint()}), json!({}), json!({})),
+        call_tool(addr, "alice", "view_basket", json!({"basket": "bsk_../../etc"}), json!({}), json!({})),
+        call_tool(addr, "bob", "add_item", json!({"basket": basket, "item": "x", "quantity": 1}), json!({}), json!({})),
+    ])
+    .await
+    .into_iter()
+    .map(|m| m["result"].clone())
+    .collect();
+    for result in &results[1..] {
+        assert_eq!(result, &results[0]);
+    }
+    assert_eq!(results[0]["isError"], true);
+    // Bob's attempt changed nothing.
+    let mine = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+    assert_eq!(mine["result"]["structuredContent"]["lines"], json!([]));
+}
+
+#[tokio::test]
+async fn an_expired_basket_says_so_and_is_deleted() {
+    let sdk = sdk().await;
+    let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-expiry");
+    let clock = ManualClock::at(1_800_000_000);
+    let addr = start_starter(&settings, Arc::new(clock.clone())).await;
+    let basket = handle_in(&call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await);
+
+    // Sliding expiry: used after 20 hours, still alive 20 hours later.
+    clock.advance(20 * 3600);
+    call_tool(addr, "alice", "add_item", json!({"basket": basket, "item": "rice", "quantity": 1}), json!({}), json!({})).await;
+    clock.advance(20 * 3600);
+    let alive = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+    assert_eq!(alive["result"]["structuredContent"]["lines"][0]["item"], "rice");
+
+    clock.advance(24 * 3600 + 1);
+    let expired = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+    assert_eq!(expired["result"]["isError"], true);
+    assert_eq!(
+        text_of(&expired),
+        "This basket expired after 24 hours of inactivity. Create a new basket with create_basket."
+    );
+    // DynamoDB's TTL sweep may lag by days (moto never runs it): the read deleted it.
+    let key = HandleKey::new(&Principal::Verified { issuer: "local-dev".into(), subject: "alice".into() }, &BASKET, &basket);
+    let item = aws_sdk_dynamodb::Client::new(&sdk)
+        .get_item()
+        .table_name(settings.table_name.as_deref().unwrap())
+        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(key.partition_key))
+        .send()
+        .await
+        .unwrap()
+        .item;
+    assert!(item.is_none(), "expired item still stored: {item:?}");
+    let again = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+    assert!(text_of(&again).starts_with("Unknown basket handle"));
+}
+
+#[tokio::test]
+async fn a_hundred_concurrent_adds_over_two_instances_lose_nothing() {
+    let sdk = sdk().await;
+    let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-race");
+    let a = start_starter(&settings, Arc::new(SystemClock)).await;
+    let b = start_starter(&settings, Arc::new(SystemClock)).await;
+    let basket = handle_in(&call_tool(a, "alice", "create_basket", json!({}), json!({}), json!({})).await);
+
+    let adds = (0..100).map(|i| {
+        let basket = basket.clone();
+        let addr = if i % 2 == 0 { a } else { b };
+        tokio::spawn(async move {
+            call_tool(addr, "alice", "add_item", json!({"basket": basket, "item": format!("item-{i}"), "quantity": 1}), json!({}), json!({})).await
+        })
+    });
+    for added in futures::future::join_all(adds).await {
+        let added = added.unwrap();
+        assert!(text_of(&added).starts_with("Added"), "{added}");
+    }
+    let view = call_tool(a, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+    let lines = view["result"]["structuredContent"]["lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 100);
+    let mut names: Vec<&str> = lines.iter().map(|l| l["item"].as_str().unwrap()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), 100, "every add landed exactly once");
+}
+
+#[tokio::test]
+async fn dynamodb_down_is_an_internal_error_and_bad_handles_never_reach_it() {
+    use mcp_http::{Dependencies, Handles, RequestStates, redemption::InMemoryLedger, request_state::{EnvelopeSealer, InProcessKey}};
+    let sdk = sdk().await;
+    let config = aws_sdk_dynamodb::config::Builder::from(&sdk).endpoint_url("http://127.0.0.1:1").build();
+    let store = Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), "unreachable"));
+    let clock: Arc<dyn mcp_http::clock::Clock> = Arc::new(SystemClock);
+    let deps = Dependencies {
+        request_states: RequestStates::new(
+            Arc::new(EnvelopeSealer::new(InProcessKey::generate())),
+            Arc::new(InMemoryLedger::default()),
+            clock.clone(),
+            "e2e",
+        ),
+        handles: Handles::new(store, clock),
+    };
+    let addr = start_starter_with(deps).await;
+    let created = call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await;
+    assert_eq!(created["error"]["code"], -32603, "{created}");
+    assert_eq!(created["error"]["message"], "storage unavailable");
+    // A malformed handle is answered without any DynamoDB call (which would fail).
+    let malformed = call_tool(addr, "alice", "view_basket", json!({"basket": "nope"}), json!({}), json!({})).await;
+    assert!(text_of(&malformed).starts_with("Unknown basket handle"), "{malformed}");
+}

@@ -1,0 +1,230 @@
+//! requestState sealed under KMS data keys (moto's KMS, real AWS SDK):
+//! bound to caller, request, audience and expiry; single use on request;
+//! fails closed; survives key rotation; opens on any instance.
+
+use std::{sync::Arc, time::Duration};
+
+use e2e::{emulator::*, *};
+use mcp_aws::{KeyWindow, KmsDataKeys};
+use mcp_http::{
+    CallContext, Principal,
+    clock::{ManualClock, SystemClock},
+    request_state::{EnvelopeSealer, OpenError, RequestStateSealer, StateBinding},
+};
+use serde_json::{Value, json};
+
+const ELICIT: fn() -> Value = || json!({"elicitation": {}});
+
+fn ctx(subject: &str) -> CallContext {
+    let meta = meta(json!({}));
+    CallContext::from_meta(Some(&meta), None, Principal::Verified { issuer: "https://issuer".into(), subject: subject.into() }).unwrap()
+}
+
+async fn kms_sealer(key: &str, audience: &str, window: KeyWindow, clock: ManualClock) -> (EnvelopeSealer<KmsDataKeys>, Arc<mcp_aws::kms_keys::KmsCallCounts>) {
+    let keys = KmsDataKeys::new(aws_sdk_kms::Client::new(&sdk().await), key, audience, window);
+    let calls = keys.calls.clone();
+    (EnvelopeSealer::new(keys).with_clock(Arc::new(clock)), calls)
+}
+
+#[tokio::test]
+async fn multi_round_flow_hops_between_independent_instances() {
+    let sdk = sdk().await;
+    let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-hop");
+    let a = start_starter(&settings, Arc::new(SystemClock)).await;
+    let b = start_starter(&settings, Arc::new(SystemClock)).await;
+
+    let round1 = call_tool(a, "alice", "plan_reminder", json!({}), ELICIT(), json!({})).await;
+    let state1 = round1["result"]["requestState"].as_str().unwrap().to_owned();
+    let round2 = call_tool(
+        b,
+        "alice",
+        "plan_reminder",
+        json!({}),
+        ELICIT(),
+        json!({"requestState": state1, "inputResponses": {"what": {"action": "accept", "content": {"what": "water the plants"}}}}),
+    )
+    .await;
+    assert_eq!(round2["result"]["resultType"], "input_required", "{round2}");
+    let state2 = round2["result"]["requestState"].as_str().unwrap().to_owned();
+    assert_ne!(state1, state2, "round two carries a fresh state");
+    let round3 = call_tool(
+        a,
+        "alice",
+        "plan_reminder",
+        json!({}),
+        ELICIT(),
+        json!({"requestState": state2, "inputResponses": {"when": {"action": "accept", "content": {"when": "2026-12-01T09:00:00Z"}}}}),
+    )
+    .await;
+    assert_eq!(text_of(&round3), "Reminder set: water the plants, at 2026-12-01T09:00:00Z.");
+
+    // Declining ends the flow with a normal result.
+    let declined = call_tool(a, "alice", "plan_reminder", json!({}), ELICIT(), json!({"requestState": state1, "inputResponses": {"what": {"action": "decline"}}})).await;
+    assert_eq!(text_of(&declined), "No reminder was set.");
+}
+
+#[tokio::test]
+async fn every_changed_byte_truncation_and_unknown_version_fail_closed() {
+    let key = fresh_key(&sdk().await).await;
+    let (sealer, _) = kms_sealer(&key, "e2e", KeyWindow::default(), ManualClock::at(1_000)).await;
+    let binding = StateBinding::new(&ctx("alice"), "tools/call", "checkout", &json!({"basket": "b"}), "e2e");
+    let token = sealer.seal(&binding, &json!({"step": 1}), Duration::from_secs(600)).await.unwrap();
+    assert!(sealer.open(&binding, &token).await.is_ok());
+
+    let bytes = token.as_bytes();
+    for i in 0..bytes.len() {
+        let mut changed = bytes.to_vec();
+        changed[i] = if changed[i] == b'A' { b'B' } else { b'A' };
+        let changed = String::from_utf8(changed).unwrap();
+        match sealer.open(&binding, &changed).await {
+            Ok(_) => panic!("byte {i} changed and the state still opened"),
+            Err(OpenError::KeyUnavailable(e)) => panic!("byte {i}: a bad token must be invalid, not a server error: {e}"),
+            Err(_) => {}
+        }
+    }
+    for cut in [0, 3, 20, token.len() / 2, token.len() - 1] {
+        assert!(sealer.open(&binding, &token[..cut]).await.is_err(), "truncated at {cut}");
+    }
+    assert_eq!(sealer.open(&binding, &token.replacen("v1.", "v9.", 1)).await.unwrap_err(), OpenError::Malformed);
+}
+
+#[tokio::test]
+async fn principal_tool_arguments_audience_and_expiry_are_bound() {
+    let key = fresh_key(&sdk().await).await;
+    let clock = ManualClock::at(1_000);
+    let (sealer, _) = kms_sealer(&key, "stage-a", KeyWindow::default(), clock.clone()).await;
+    let bind = |who: &str, tool: &str, args: Value, audience: &str| StateBinding::new(&ctx(who), "tools/call", tool, &args, audience);
+    let original = bind("alice", "checkout", json!({"basket": "b1"}), "stage-a");
+    let token = sealer.seal(&original, &json!({}), Duration::from_secs(600)).await.unwrap();
+
+    for other in [
+        bind("bob", "checkout", json!({"basket": "b1"}), "stage-a"),
+        bind("alice", "plan_reminder", json!({"basket": "b1"}), "stage-a"),
+        bind("alice", "checkout", json!({"basket": "b2"}), "stage-a"),
+        bind("alice", "checkout", json!({"basket": "b1"}), "stage-b"),
+    ] {
+        assert_eq!(sealer.open(&other, &token).await.unwrap_err(), OpenError::Forged);
+    }
+
+    // Another deployment's instance cannot even unwrap the data key: the KMS
+    // encryption context names the audience, and KMS enforces it.
+    let (other_stage, _) = kms_sealer(&key, "stage-b", KeyWindow::default(), clock.clone()).await;
+    assert_eq!(other_stage.open(&original, &token).await.unwrap_err(), OpenError::KeyRefused);
+
+    clock.advance(600);
+    assert_eq!(sealer.open(&original, &token).await.unwrap_err(), OpenError::Expired);
+}
+
+#[tokio::test]
+async fn state_sealed_before_a_key_rotation_still_opens() {
+    let key = fresh_key(&sdk().await).await;
+    let window = KeyWindow { max_seals: 1, ..KeyWindow::default() };
+    let (sealer, calls) = kms_sealer(&key, "e2e", window, ManualClock::at(1_000)).await;
+    let binding = StateBinding::new(&ctx("alice"), "tools/call", "t", &json!({}), "e2e");
+    let old = sealer.seal(&binding, &json!("old"), Duration::from_secs(600)).await.unwrap();
+    let new = sealer.seal(&binding, &json!("new"), Duration::from_secs(600)).await.unwrap();
+    assert_eq!(calls.generate_data_key.load(std::sync::atomic::Ordering::Relaxed), 2, "the window rolled over");
+    assert_eq!(sealer.open(&binding, &old).await.unwrap().data, json!("old"));
+    assert_eq!(sealer.open(&binding, &new).await.unwrap().data, json!("new"));
+    assert_eq!(calls.decrypt.load(std::sync::atomic::Ordering::Relaxed), 0, "both keys were still cached");
+
+    // A cold instance unwraps each data key once.
+    let (cold, cold_calls) = kms_sealer(&key, "e2e", KeyWindow::default(), ManualClock::at(1_000)).await;
+    assert!(cold.open(&binding, &old).await.is_ok());
+    assert!(cold.open(&binding, &old).await.is_ok());
+    assert_eq!(cold_calls.decrypt.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
+
+/// Round one of a confirmed checkout of a one-line basket; returns the state.
+async fn checkout_round1(addr: std::net::SocketAddr, who: &str) -> (String, String) {
+    let created = call_tool(addr, who, "create_basket", json!({}), json!({}), json!({})).await;
+    let basket = text_of(&created).split_whitespace().nth(2).unwrap().trim_end_matches('.').to_owned();
+    let added = call_tool(addr, who, "add_item", json!({"basket": basket, "item": "tea", "quantity": 1}), json!({}), json!({})).await;
+    assert!(text_of(&added).starts_with("Added"), "{added}");
+    let round1 = call_tool(addr, who, "checkout", json!({"basket": basket}), ELICIT(), json!({})).await;
+    (basket, round1["result"]["requestState"].as_str().unwrap_or_else(|| panic!("{round1}")).to_owned())
+}
+
+fn confirm(state: &str) -> Value {
+    json!({"requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}})
+}
+
+#[tokio::test]
+async fn single_use_state_is_refused_on_replay_and_multi_use_is_not() {
+    let sdk = sdk().await;
+    let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-once");
+    let a = start_starter(&settings, Arc::new(SystemClock)).await;
+    let b = start_starter(&settings, Arc::new(SystemClock)).await;
+
+    let (basket, state) = checkout_round1(a, "alice").await;
+    let placed = call_tool(b, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&state)).await;
+    assert_eq!(text_of(&placed), "Order placed for 1 line(s). The basket is closed.");
+    for instance in [a, b] {
+        let replay = call_tool(instance, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&state)).await;
+        assert_eq!(replay["error"]["code"], -32602, "{replay}");
+        assert_eq!(replay["error"]["message"], "requestState is invalid or expired; retry the request without it");
+    }
+
+    // plan_reminder's state is multi-use (the spec's default): a retry of
+    // round two within the expiry is served again.
+    let round1 = call_tool(a, "alice", "plan_reminder", json!({}), ELICIT(), json!({})).await;
+    let state = round1["result"]["requestState"].as_str().unwrap();
+    let answer = json!({"requestState": state, "inputResponses": {"what": {"action": "accept", "content": {"what": "call mum"}}}});
+    for instance in [a, b] {
+        let again = call_tool(instance, "alice", "plan_reminder", json!({}), ELICIT(), answer.clone()).await;
+        assert_eq!(again["result"]["resultType"], "input_required", "{again}");
+    }
+}
+
+#[tokio::test]
+async fn kms_unreachable_is_an_internal_error_and_writes_nothing() {
+    let sdk = sdk().await;
+    let (key, table) = (fresh_key(&sdk).await, fresh_table(&sdk).await);
+    let healthy = start_starter(&settings(&key, &table, "e2e-down"), Arc::new(SystemClock)).await;
+    let (basket, state) = checkout_round1(healthy, "alice").await;
+    let items_before = scan(&sdk, &table).await.len();
+
+    // Nothing listens on port 1.
+    let broken = start_starter_with(deps_with_kms_at("http://127.0.0.1:1", &key, &table, "e2e-down", Arc::new(SystemClock)).await).await;
+    let round2 = call_tool(broken, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&state)).await;
+    assert_eq!(round2["error"]["code"], -32603, "{round2}");
+    assert_eq!(round2["error"]["message"], "request state service unavailable");
+    let round1 = call_tool(broken, "alice", "checkout", json!({"basket": basket}), ELICIT(), json!({})).await;
+    assert_eq!(round1["error"]["code"], -32603, "{round1}");
+    assert_eq!(scan(&sdk, &table).await.len(), items_before, "no single-use record, no change to the basket");
+
+    // Throttling after the SDK's retries is also the server's failure.
+    let throttled = failing_kms("ThrottlingException", 400).await;
+    let slow = start_starter_with(deps_with_kms_at(&throttled, &key, &table, "e2e-down", Arc::new(SystemClock)).await).await;
+    let round2 = call_tool(slow, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&state)).await;
+    assert_eq!(round2["error"]["code"], -32603, "{round2}");
+    assert_eq!(scan(&sdk, &table).await.len(), items_before);
+}
+
+#[tokio::test]
+async fn a_data_key_kms_refuses_makes_the_state_invalid() {
+    let sdk = sdk().await;
+    let (key, table) = (fresh_key(&sdk).await, fresh_table(&sdk).await);
+    let healthy = start_starter(&settings(&key, &table, "e2e-disabled"), Arc::new(SystemClock)).await;
+    let (basket, state) = checkout_round1(healthy, "alice").await;
+    let items_before = scan(&sdk, &table).await.len();
+
+    let disabled = failing_kms("DisabledException", 400).await;
+    let instance = start_starter_with(deps_with_kms_at(&disabled, &key, &table, "e2e-disabled", Arc::new(SystemClock)).await).await;
+    let round2 = call_tool(instance, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&state)).await;
+    assert_eq!(round2["error"]["code"], -32602, "{round2}");
+    assert_eq!(round2["error"]["message"], "requestState is invalid or expired; retry the request without it");
+    assert_eq!(scan(&sdk, &table).await.len(), items_before);
+}
+
+#[tokio::test]
+async fn a_client_without_elicitation_never_receives_one() {
+    let sdk = sdk().await;
+    let addr = start_starter(&settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-caps"), Arc::new(SystemClock)).await;
+    let created = call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await;
+    let basket = text_of(&created).split_whitespace().nth(2).unwrap().trim_end_matches('.').to_owned();
+    call_tool(addr, "alice", "add_item", json!({"basket": basket, "item": "tea", "quantity": 1}), json!({}), json!({})).await;
+    let reply = call_tool(addr, "alice", "checkout", json!({"basket": basket}), json!({"sampling": {}}), json!({})).await;
+    assert_eq!(reply["error"]["code"], -32021, "{reply}");
+    assert_eq!(reply["error"]["data"]["requiredCapabilities"], json!({"elicitation": {"form": {}}}));
+}

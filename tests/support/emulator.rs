@@ -1,0 +1,145 @@
+//! The AWS emulator (moto's server) the `*_kms` and `*_dynamodb` tests run
+//! against, through the real AWS SDK with an endpoint override. Started by
+//! `infra/start-emulators.sh`; `infra/test.sh` does all of it.
+
+use std::{net::SocketAddr, sync::Arc};
+
+use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement, TimeToLiveSpecification};
+use mcp_aws::AwsSettings;
+use mcp_http::{Dependencies, EdgePolicy, McpEndpoint, Mode, clock::Clock};
+use serde_json::Value;
+
+/// SDK configuration pointing at the emulator. Panics with what to run when
+/// the emulator is not configured: these tests must not pass vacuously.
+pub async fn sdk() -> aws_config::SdkConfig {
+    assert!(
+        std::env::var("AWS_ENDPOINT_URL").is_ok_and(|u| u.starts_with("http://127.0.0.1")),
+        "these tests need the local AWS emulator: run `bash infra/test.sh`, or `bash infra/start-emulators.sh` \
+         and the environment of infra/common.sh's emulator_env"
+    );
+    mcp_aws::sdk_config().await
+}
+
+pub fn unique(prefix: &str) -> String {
+    let mut random = [0u8; 6];
+    aws_lc_rs::rand::fill(&mut random).unwrap();
+    format!("{prefix}-{}", random.iter().map(|b| format!("{b:02x}")).collect::<String>())
+}
+
+/// A table made from the definition `infra/bootstrap.py` read out of
+/// template.yaml (`MCP_TEST_TABLE_DEFINITION`), so tests and deployment share
+/// one source of truth.
+pub async fn fresh_table(sdk: &aws_config::SdkConfig) -> String {
+    let path = std::env::var("MCP_TEST_TABLE_DEFINITION").expect("MCP_TEST_TABLE_DEFINITION (set by infra/test.sh)");
+    let definition: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let client = aws_sdk_dynamodb::Client::new(sdk);
+    let name = unique("state");
+    let mut create = client.create_table().table_name(&name).billing_mode(BillingMode::from(
+        definition["BillingMode"].as_str().unwrap(),
+    ));
+    for attribute in definition["AttributeDefinitions"].as_array().unwrap() {
+        create = create.attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name(attribute["AttributeName"].as_str().unwrap())
+                .attribute_type(attribute["AttributeType"].as_str().unwrap().into())
+                .build()
+                .unwrap(),
+        );
+    }
+    for key in definition["KeySchema"].as_array().unwrap() {
+        create = create.key_schema(
+            KeySchemaElement::builder()
+                .attribute_name(key["AttributeName"].as_str().unwrap())
+                .key_type(key["KeyType"].as_str().unwrap().into())
+                .build()
+                .unwrap(),
+        );
+    }
+    create.send().await.unwrap();
+    let ttl = definition["TimeToLiveAttribute"].as_str().unwrap();
+    assert_eq!(ttl, mcp_aws::dynamo_handles::TTL_ATTRIBUTE, "template.yaml's TTL attribute is the one the code writes");
+    client
+        .update_time_to_live()
+        .table_name(&name)
+        .time_to_live_specification(TimeToLiveSpecification::builder().attribute_name(ttl).enabled(true).build().unwrap())
+        .send()
+        .await
+        .unwrap();
+    name
+}
+
+pub async fn fresh_key(sdk: &aws_config::SdkConfig) -> String {
+    let client = aws_sdk_kms::Client::new(sdk);
+    let key = client.create_key().description("e2e request state").send().await.unwrap();
+    key.key_metadata.unwrap().key_id
+}
+
+pub fn settings(key: &str, table: &str, audience: &str) -> AwsSettings {
+    AwsSettings { state_key_id: Some(key.into()), table_name: Some(table.into()), audience: Some(audience.into()) }
+}
+
+/// An independently built server instance: its own SDK clients, key cache
+/// and local port, sharing only the emulator with other instances.
+pub async fn start_starter(settings: &AwsSettings, clock: Arc<dyn Clock>) -> SocketAddr {
+    let sdk = sdk().await;
+    let deps = mcp_aws::dependencies(settings, Some(&sdk), clock);
+    start_starter_with(deps).await
+}
+
+pub async fn start_starter_with(deps: Dependencies) -> SocketAddr {
+    crate::spawn(McpEndpoint::new(starter::StarterServer::new(deps), EdgePolicy::new(Mode::Local))).await
+}
+
+/// A stand-in KMS endpoint that answers every call with the JSON-protocol
+/// error `error_type` (as real KMS does for a disabled key or throttling),
+/// since moto does not refuse disabled keys.
+pub async fn failing_kms(error_type: &'static str, status: u16) -> String {
+    use http_body_util::Full;
+    use hyper::{server::conn::http1, service::service_fn};
+    use hyper_util::rt::TokioIo;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { return };
+            tokio::spawn(async move {
+                let service = service_fn(move |_request| async move {
+                    let body = format!(r#"{{"__type":"{error_type}","message":"injected by the test"}}"#);
+                    let response = http::Response::builder()
+                        .status(status)
+                        .header("content-type", "application/x-amz-json-1.1")
+                        .body(Full::new(bytes::Bytes::from(body)))
+                        .unwrap();
+                    Ok::<_, std::convert::Infallible>(response)
+                });
+                let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// Dependencies whose KMS client talks to `kms_endpoint` while DynamoDB is
+/// the emulator's: for injecting KMS failures.
+pub async fn deps_with_kms_at(kms_endpoint: &str, key: &str, table: &str, audience: &str, clock: Arc<dyn Clock>) -> Dependencies {
+    use mcp_http::{Handles, RequestStates, request_state::EnvelopeSealer};
+    let sdk = sdk().await;
+    let kms_config = aws_sdk_kms::config::Builder::from(&sdk).endpoint_url(kms_endpoint).build();
+    let keys = mcp_aws::KmsDataKeys::new(aws_sdk_kms::Client::from_conf(kms_config), key, audience, Default::default());
+    let store = Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table));
+    Dependencies {
+        request_states: RequestStates::new(
+            Arc::new(EnvelopeSealer::new(keys).with_clock(clock.clone())),
+            store.clone(),
+            clock.clone(),
+            audience,
+        ),
+        handles: Handles::new(store, clock),
+    }
+}
+
+/// Every item in `table` (the tests' tables are small).
+pub async fn scan(sdk: &aws_config::SdkConfig, table: &str) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    aws_sdk_dynamodb::Client::new(sdk).scan().table_name(table).send().await.unwrap().items.unwrap_or_default()
+}
