@@ -24,8 +24,9 @@ def _tag(loader, suffix, node):
         value = loader.construct_sequence(node, deep=True)
     else:
         value = loader.construct_mapping(node, deep=True)
-    name = "Ref" if suffix == "Ref" else "Fn::" + suffix
-    return {name: value}
+    if suffix == "GetAtt" and isinstance(value, str):
+        value = value.split(".", 1)
+    return {"Ref" if suffix == "Ref" else "Fn::" + suffix: value}
 
 
 CfnLoader.add_multi_constructor("!", _tag)

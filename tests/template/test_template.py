@@ -9,36 +9,19 @@ fails here.
 import os
 import pathlib
 import re
+import sys
 
 import pytest
-import yaml
 from samtranslator.translator.transform import transform
 
 # The translator fills pseudo-parameters such as AWS::Region; no account is used.
 os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOURCES = list((ROOT / "functions").rglob("*.rs"))
+sys.path.insert(0, str(ROOT / "infra"))
+from bootstrap import load_template  # noqa: E402  (one YAML reader for the template)
 # Read only by the local server or by tests, never in Lambda.
 LOCAL_ONLY = {"MCP_LOCAL_ADDR"}
-
-
-class CfnLoader(yaml.SafeLoader):
-    pass
-
-
-def _tag(loader, suffix, node):
-    if isinstance(node, yaml.ScalarNode):
-        value = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
-    if suffix == "GetAtt" and isinstance(value, str):
-        value = value.split(".", 1)
-    return {"Ref" if suffix == "Ref" else "Fn::" + suffix: value}
-
-
-CfnLoader.add_multi_constructor("!", _tag)
 
 
 class NoManagedPolicies:
@@ -64,8 +47,7 @@ def env_vars_read_by_code():
 
 
 def translate(auth_mode):
-    with open(ROOT / "template.yaml", encoding="utf-8") as f:
-        sam = yaml.load(f, Loader=CfnLoader)
+    sam = load_template(ROOT / "template.yaml")
     # What `sam package` does before CloudFormation sees the template.
     for resource in sam["Resources"].values():
         if resource["Type"] == "AWS::Serverless::Function":

@@ -15,7 +15,10 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::{
     Client,
     error::{ProvideErrorMetadata, SdkError},
-    operation::{delete_item::DeleteItemError, update_item::UpdateItemError},
+    operation::{
+        delete_item::DeleteItemError,
+        update_item::{UpdateItemError, builders::UpdateItemFluentBuilder},
+    },
     types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure},
 };
 use futures::future::BoxFuture;
@@ -122,6 +125,34 @@ impl DynamoStore {
         Ok(Lookup::LimitReached)
     }
 
+    /// An update of the caller's live item that slides its expiry and
+    /// returns the new item, or the old one when its condition fails.
+    fn live_update(&self, key: &HandleKey, now: u64, expires_at: u64) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key(PARTITION_KEY, s(&key.partition_key))
+            .expression_attribute_names("#owner", "owner")
+            .expression_attribute_values(":owner", s(&key.owner))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":exp", n(expires_at))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+    }
+
+    async fn finish_update(&self, key: &HandleKey, update: UpdateItemFluentBuilder, now: u64) -> Result<Lookup, StoreError> {
+        match update.send().await {
+            Ok(output) => Ok(Lookup::Found(record(&output.attributes.unwrap_or_default())?)),
+            Err(error) => {
+                let seen = condition_failed(error, |e| match e {
+                    UpdateItemError::ConditionalCheckFailedException(c) => c.item.clone(),
+                    _ => None,
+                })?;
+                self.explain(key, seen, now).await
+            }
+        }
+    }
+
     /// DynamoDB deletes expired items lazily (up to days later): one seen
     /// expired is deleted now, unless it was renewed in between.
     async fn delete_expired(&self, key: &HandleKey, now: u64) -> Result<(), StoreError> {
@@ -195,39 +226,19 @@ impl HandleStore for DynamoStore {
         expires_at: u64,
     ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
-            let result = self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .key(PARTITION_KEY, s(&key.partition_key))
+            let update = self
+                .live_update(key, now, expires_at)
                 .update_expression("SET #data = :data, #version = :next, last_used_at = :now, expires_at = :exp")
                 .condition_expression(format!("{LIVE} AND #version = :expected"))
-                .expression_attribute_names("#owner", "owner")
                 .expression_attribute_names("#data", "data")
                 .expression_attribute_names("#version", "version")
-                .expression_attribute_values(":owner", s(&key.owner))
-                .expression_attribute_values(":now", n(now))
-                .expression_attribute_values(":exp", n(expires_at))
                 .expression_attribute_values(":data", to_attribute(data))
                 .expression_attribute_values(":expected", n(expected_version))
-                .expression_attribute_values(":next", n(expected_version + 1))
-                .return_values(ReturnValue::AllNew)
-                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-                .send()
-                .await;
-            match result {
-                Ok(output) => Ok(Lookup::Found(record(&output.attributes.unwrap_or_default())?)),
-                Err(error) => {
-                    let seen = condition_failed(error, |e| match e {
-                        UpdateItemError::ConditionalCheckFailedException(c) => c.item.clone(),
-                        _ => None,
-                    })?;
-                    match self.explain(key, seen, now).await? {
-                        // Live and owned, so the version moved on: another writer won.
-                        Lookup::LimitReached => Ok(Lookup::Conflict),
-                        other => Ok(other),
-                    }
-                }
+                .expression_attribute_values(":next", n(expected_version + 1));
+            match self.finish_update(key, update, now).await? {
+                // Live and owned, so the version moved on: another writer won.
+                Lookup::LimitReached => Ok(Lookup::Conflict),
+                other => Ok(other),
             }
         })
     }
@@ -240,18 +251,8 @@ impl HandleStore for DynamoStore {
         expires_at: u64,
     ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
-            let mut update = self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .key(PARTITION_KEY, s(&key.partition_key))
-                .expression_attribute_names("#owner", "owner")
-                .expression_attribute_values(":owner", s(&key.owner))
-                .expression_attribute_values(":now", n(now))
-                .expression_attribute_values(":exp", n(expires_at))
-                .return_values(ReturnValue::AllNew)
-                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-            update = match change {
+            let update = self.live_update(key, now, expires_at);
+            let update = match change {
                 Change::Touch => update
                     .update_expression("SET last_used_at = :now, expires_at = :exp")
                     .condition_expression(LIVE),
@@ -268,16 +269,7 @@ impl HandleStore for DynamoStore {
                     .expression_attribute_values(":one", n(1))
                     .expression_attribute_values(":max", n(*max_len as u64)),
             };
-            match update.send().await {
-                Ok(output) => Ok(Lookup::Found(record(&output.attributes.unwrap_or_default())?)),
-                Err(error) => {
-                    let seen = condition_failed(error, |e| match e {
-                        UpdateItemError::ConditionalCheckFailedException(c) => c.item.clone(),
-                        _ => None,
-                    })?;
-                    self.explain(key, seen, now).await
-                }
-            }
+            self.finish_update(key, update, now).await
         })
     }
 

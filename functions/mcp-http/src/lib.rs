@@ -112,7 +112,12 @@ where
             let listener = tokio::net::TcpListener::bind(&addr)
                 .await
                 .map_err(|source| StartError::Listen { addr: addr.clone(), source })?;
-            tracing::info!("MCP server listening on http://{}{}", listener.local_addr()?, policy::MCP_PATH);
+            let bound = listener.local_addr()?;
+            tracing::info!("MCP server listening on http://{bound}{}", policy::MCP_PATH);
+            if !bound.ip().is_loopback() {
+                // The local server trusts the development principal header.
+                tracing::warn!("the local server is reachable beyond this machine; x-mcp-dev-principal lets any caller choose who they are");
+            }
             Ok(local::serve_local(endpoint, listener).await?)
         }
     }
