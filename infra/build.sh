@@ -10,4 +10,4 @@ say "sam build (cargo lambda build --release --arm64 for the starter function)"
 sam build --template template.yaml --build-dir "$ROOT/.aws-sam/build"
 artifact="$ROOT/.aws-sam/build/McpFunction/bootstrap"
 [ -f "$artifact" ] || { echo "sam build produced no bootstrap at $artifact" >&2; exit 1; }
-say "built $(du -h "$artifact" | cut -f1) $(file -b "$artifact" | cut -d, -f1-2)"
+say "built $artifact ($(du -h "$artifact" | cut -f1))"

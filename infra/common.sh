@@ -24,3 +24,11 @@ emulator_env() {
 }
 
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# A process and everything it started (cargo lambda watch runs cargo, which
+# runs the function).
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}

@@ -4,7 +4,7 @@
 # starts moto, creates the table and key, then `cargo lambda watch` serves
 # the function as a Lambda Function URL on http://127.0.0.1:9000
 # (MCP at http://127.0.0.1:9000/lambda-url/starter/mcp), rebuilding on change.
-# Ctrl-C stops the function; infra/stop.sh stops the emulator.
+# Ctrl-C stops the function; infra/stop.sh stops it and the emulator.
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 bash infra/start-emulators.sh
@@ -12,7 +12,9 @@ bash infra/bootstrap.sh
 # shellcheck disable=SC1091
 source "$STATE_DIR/local.env"
 export PATH="$VENV/bin:$PATH"
-# cargo lambda's local URL is the Function URL's host; let it through.
+# cargo lambda's local Function URL is served on loopback; let it through
+# (Lambda always allows the API's own domain, so the fixtures pass too).
 export MCP_ALLOWED_HOSTS="${MCP_ALLOWED_HOSTS:-127.0.0.1,localhost}"
+echo $$ > "$STATE_DIR/cargo-lambda.pid"
 say "serving the starter function on http://127.0.0.1:9000/lambda-url/starter/mcp"
 exec cargo lambda watch -A 127.0.0.1 -P 9000 --package starter

@@ -7,9 +7,7 @@ for pidfile in "$STATE_DIR"/*.pid; do
   name="$(basename "$pidfile" .pid)"
   if pid_alive "$pidfile"; then
     pid="$(cat "$pidfile")"
-    # The recorded process and anything it started.
-    pkill -TERM -P "$pid" 2>/dev/null || true
-    kill "$pid" 2>/dev/null || true
+    kill_tree "$pid"
     say "stopped $name (pid $pid)"
   fi
   rm -f "$pidfile"

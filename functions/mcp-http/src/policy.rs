@@ -20,8 +20,9 @@ pub const DEV_PRINCIPAL_HEADER: &str = "x-mcp-dev-principal";
 #[derive(Debug, Clone)]
 pub struct EdgePolicy {
     pub mode: Mode,
-    /// Hostnames (no port) accepted in `Host`. Empty: loopback names locally,
-    /// the API's own domain (from the event's request context) in Lambda.
+    /// Hostnames (no port) accepted in `Host`. Locally: these, or loopback
+    /// names when empty. In Lambda: the API's own domain (from the event's
+    /// request context) and these (custom domains).
     pub allowed_hosts: Vec<String>,
     /// Hostnames accepted in a present `Origin`. Empty: the same set as hosts.
     pub allowed_origins: Vec<String>,
@@ -67,14 +68,16 @@ impl EdgePolicy {
         self.name_allowed(list, host_of_authority(authority), api_domain)
     }
 
+    /// In Lambda the API's own domain is always allowed, and the list adds
+    /// custom domains; locally the list replaces the loopback names.
     fn name_allowed(&self, list: &[String], name: String, api_domain: Option<&str>) -> bool {
+        if self.mode == Mode::Lambda && api_domain.is_some_and(|domain| domain.eq_ignore_ascii_case(&name)) {
+            return true;
+        }
         if !list.is_empty() {
             return list.iter().any(|allowed| *allowed == name);
         }
-        match self.mode {
-            Mode::Local => LOOPBACK.contains(&name.as_str()),
-            Mode::Lambda => api_domain.is_some_and(|domain| domain.eq_ignore_ascii_case(&name)),
-        }
+        self.mode == Mode::Local && LOOPBACK.contains(&name.as_str())
     }
 }
 
@@ -114,6 +117,12 @@ mod tests {
         assert!(!p.host_allowed("localhost", api));
         assert!(!p.origin_allowed("https://evil.example.com", api));
         assert!(!p.host_allowed("abc.execute-api.eu-west-1.amazonaws.com", None));
+
+        let mut custom = EdgePolicy::new(Mode::Lambda);
+        custom.allowed_hosts = vec!["mcp.example.com".into()];
+        assert!(custom.host_allowed("mcp.example.com", api));
+        assert!(custom.host_allowed("abc.execute-api.eu-west-1.amazonaws.com", api));
+        assert!(!custom.host_allowed("evil.example.com", api));
     }
 
     #[test]

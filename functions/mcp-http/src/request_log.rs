@@ -30,7 +30,7 @@ impl RequestLog {
         tracing::info!(
             target: "mcp.request",
             method = self.method.as_deref().unwrap_or("-"),
-            target = self.target.as_deref().unwrap_or("-"),
+            name = self.target.as_deref().unwrap_or("-"),
             result_type = self.result_type.as_deref().unwrap_or("-"),
             error_code = self.error_code,
             status = status.as_u16(),
