@@ -79,3 +79,31 @@ async fn lambda_rejects_hosts_other_than_the_api_domain() {
     let response = mcp_http::lambda::handle_event(&starter(Mode::Lambda), request).await;
     assert_eq!(response.status(), 403);
 }
+
+#[tokio::test]
+async fn protected_resource_metadata_is_served_without_auth_at_both_paths() {
+    use mcp_http::protected_resource::ResourceMetadata;
+    let metadata = ResourceMetadata {
+        authorization_servers: vec!["https://issuer.example.com/".into()],
+        scopes_supported: vec!["mcp".into()],
+        resource: None,
+    };
+    let endpoint = starter(Mode::Lambda).with_resource_metadata(metadata);
+    for path in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] {
+        let (mut request, _) = fixture("function-url-tools-list.json");
+        *request.method_mut() = http::Method::GET;
+        *request.uri_mut() = path.parse().unwrap();
+        let response = mcp_http::lambda::handle_event(&endpoint, request).await;
+        assert_eq!(response.status(), 200, "{path}");
+        let Body::Text(text) = response.body() else { panic!("{path}: no body") };
+        let document: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(document["resource"], "https://abcdefghijklmnopqrstuvwxyz0123.lambda-url.eu-west-1.on.aws/mcp");
+        assert_eq!(document["authorization_servers"], serde_json::json!(["https://issuer.example.com/"]));
+        assert_eq!(document["scopes_supported"], serde_json::json!(["mcp"]));
+    }
+    // Auth off (no authorization server configured): nothing is published.
+    let (mut request, _) = fixture("function-url-tools-list.json");
+    *request.method_mut() = http::Method::GET;
+    *request.uri_mut() = "/.well-known/oauth-protected-resource".parse().unwrap();
+    assert_eq!(mcp_http::lambda::handle_event(&starter(Mode::Lambda), request).await.status(), 404);
+}

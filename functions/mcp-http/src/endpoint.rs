@@ -76,6 +76,12 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         Self { rmcp, policy: Arc::new(policy), server_info, resource_metadata: ResourceMetadata::from_env() }
     }
 
+    /// Replaces the protected resource metadata read from the environment.
+    pub fn with_resource_metadata(mut self, metadata: ResourceMetadata) -> Self {
+        self.resource_metadata = metadata;
+        self
+    }
+
     pub fn policy(&self) -> &EdgePolicy {
         &self.policy
     }
@@ -107,8 +113,9 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         log.trace_id = trace_id(request.headers());
         if request.uri().path() != MCP_PATH {
             if request.method() == Method::GET && ResourceMetadata::is_published_at(request.uri().path()) {
-                let host = request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
-                if let Some(document) = self.resource_metadata.response(host) {
+                // In Lambda the event's own domain, not a header, names the API.
+                let host = facts.api_domain.as_deref().or_else(|| request.headers().get(header::HOST).and_then(|h| h.to_str().ok()));
+                if let Some(document) = self.resource_metadata.response(host.unwrap_or_default()) {
                     return Ok(Admitted::Answered(document));
                 }
             }
