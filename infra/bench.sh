@@ -9,7 +9,7 @@ cd "$ROOT"
 bash infra/start-emulators.sh
 (
   emulator_env
-  cargo bench --locked -p e2e --bench request_state 2>/dev/null | grep -v '^$'
+  cargo bench --locked -p e2e --bench request_state 2>"$STATE_DIR/bench-build.log" | grep -v '^$'
 )
 
 say "release build of the starter function (native)"

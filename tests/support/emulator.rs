@@ -21,8 +21,7 @@ pub async fn sdk() -> aws_config::SdkConfig {
 }
 
 pub fn unique(prefix: &str) -> String {
-    let mut random = [0u8; 6];
-    aws_lc_rs::rand::fill(&mut random).unwrap();
+    let random = mcp_http::random::bytes::<6>();
     format!("{prefix}-{}", random.iter().map(|b| format!("{b:02x}")).collect::<String>())
 }
 

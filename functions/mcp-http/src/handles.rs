@@ -8,15 +8,12 @@
 
 use std::time::Duration;
 
-use aws_lc_rs::{
-    digest::{SHA256, digest},
-    rand::{SecureRandom, SystemRandom},
-};
+use aws_lc_rs::digest::{SHA256, digest};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::{context::Principal, storage::StoreError};
+use crate::{context::Principal, random, storage::StoreError};
 
 /// A kind of handle and its lifetime policy.
 #[derive(Debug, Clone, Copy)]
@@ -39,9 +36,7 @@ const HANDLE_RANDOM_CHARS: usize = 22;
 
 impl HandleKind {
     pub fn mint(&self) -> String {
-        let mut random = [0u8; HANDLE_RANDOM_BYTES];
-        SystemRandom::new().fill(&mut random).expect("system CSPRNG");
-        format!("{}_{}", self.prefix, URL_SAFE_NO_PAD.encode(random))
+        format!("{}_{}", self.prefix, URL_SAFE_NO_PAD.encode(random::bytes::<HANDLE_RANDOM_BYTES>()))
     }
 
     /// Checked before any store call: a malformed string costs nothing.

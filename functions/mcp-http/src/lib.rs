@@ -24,6 +24,7 @@ pub mod mrtr;
 pub mod policy;
 pub mod protected_resource;
 pub mod protocol;
+pub mod random;
 pub mod redemption;
 pub mod request_log;
 pub mod request_state;

@@ -12,7 +12,6 @@ use std::{sync::Arc, time::Duration};
 use aws_lc_rs::{
     aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey},
     digest::{SHA256, digest},
-    rand::{SecureRandom, SystemRandom},
 };
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use futures::future::BoxFuture;
@@ -22,6 +21,7 @@ use serde_json::Value;
 use crate::{
     clock::{Clock, SystemClock},
     context::CallContext,
+    random,
 };
 
 /// Version prefix of every token; an unknown prefix fails to open.
@@ -168,11 +168,8 @@ pub struct InProcessKey {
 
 impl InProcessKey {
     pub fn generate() -> Self {
-        let rng = SystemRandom::new();
-        let mut key_ref = vec![0u8; 16];
-        let mut bytes = [0u8; 32];
-        rng.fill(&mut key_ref).expect("system CSPRNG");
-        rng.fill(&mut bytes).expect("system CSPRNG");
+        let key_ref = random::bytes::<16>().to_vec();
+        let mut bytes = random::bytes::<32>();
         let key = LessSafeKey::new(UnboundKey::new(&AES_256_GCM, &bytes).expect("32-byte AES key"));
         bytes.fill(0);
         Self { key_ref, key: Arc::new(key) }
@@ -208,12 +205,11 @@ pub struct EnvelopeSealer<K> {
     keys: K,
     clock: Arc<dyn Clock>,
     max_token_bytes: usize,
-    rng: SystemRandom,
 }
 
 impl<K: DataKeySource> EnvelopeSealer<K> {
     pub fn new(keys: K) -> Self {
-        Self { keys, clock: Arc::new(SystemClock), max_token_bytes: DEFAULT_MAX_TOKEN_BYTES, rng: SystemRandom::new() }
+        Self { keys, clock: Arc::new(SystemClock), max_token_bytes: DEFAULT_MAX_TOKEN_BYTES }
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
@@ -226,24 +222,18 @@ impl<K: DataKeySource> EnvelopeSealer<K> {
         self
     }
 
-    fn random<const N: usize>(&self) -> [u8; N] {
-        let mut bytes = [0u8; N];
-        self.rng.fill(&mut bytes).expect("system CSPRNG");
-        bytes
-    }
-
     async fn seal_payload(&self, binding: &StateBinding, data: &Value, ttl: Duration) -> Result<String, SealError> {
         let iat = self.clock.now();
         let payload = SealedPayload {
             iat,
             exp: iat.saturating_add(ttl.as_secs()),
-            jti: URL_SAFE_NO_PAD.encode(self.random::<16>()),
+            jti: URL_SAFE_NO_PAD.encode(random::bytes::<16>()),
             data: data.clone(),
         };
         let mut in_out = serde_json::to_vec(&payload).map_err(|e| SealError::Serialize(e.to_string()))?;
         let SealingKey { key_ref, key } = self.keys.sealing_key().await?;
         let key_ref_len = u16::try_from(key_ref.len()).map_err(|_| SealError::KeyUnavailable("key reference too long".into()))?;
-        let nonce = self.random::<NONCE_LEN>();
+        let nonce = random::bytes::<NONCE_LEN>();
         key.seal_in_place_append_tag(
             Nonce::assume_unique_for_key(nonce),
             Aad::from(binding.associated_data(&key_ref)),
