@@ -55,3 +55,10 @@ async fn unknown_tool_is_an_error_not_a_panic() {
     let reply = post(addr, &request(1, "tools/call", json!({"name": "nope"}), json!({}))).await;
     assert_eq!(reply.json()["error"]["code"], -32602);
 }
+
+#[tokio::test]
+async fn echo_answers_with_its_text() {
+    let addr = server().await;
+    let call = request(1, "tools/call", json!({"name": "echo", "arguments": {"text": "hello"}}), json!({}));
+    assert_eq!(post(addr, &call).await.json()["result"]["content"][0]["text"], "echo: hello");
+}

@@ -103,6 +103,12 @@ impl StarterServer {
         Ok(CallToolResult::success(vec![ContentBlock::text(format!("{converted:.2}"))]))
     }
 
+    /// A connectivity check; also the tool the shared benchmark calls.
+    #[tool(description = "Echoes the text back, prefixed with \"echo: \"", annotations(read_only_hint = true))]
+    async fn echo(&self, Parameters(args): Parameters<TextArgument>) -> CallToolResult {
+        CallToolResult::success(vec![ContentBlock::text(format!("echo: {}", args.text))])
+    }
+
     /// Handy after deploying: shows who the authorizer says is calling.
     #[tool(description = "Tells who the server believes is calling: the verified issuer and subject, or anonymous", annotations(read_only_hint = true))]
     async fn whoami(&self, ctx: CallContext) -> CallToolResult {
