@@ -158,3 +158,41 @@ async fn dynamodb_down_is_an_internal_error_and_bad_handles_never_reach_it() {
     let malformed = call_tool(addr, "alice", "view_basket", json!({"basket": "nope"}), json!({}), json!({})).await;
     assert!(text_of(&malformed).starts_with("Unknown basket handle"), "{malformed}");
 }
+
+/// Read-modify-write through `Handles::update`: each writer reads the
+/// version and writes only if it is unchanged, retrying on conflict.
+#[tokio::test]
+async fn compare_and_set_updates_lose_nothing_under_contention() {
+    use mcp_http::{CallContext, HandleFailure, Handles};
+    let sdk = sdk().await;
+    let table = fresh_table(&sdk).await;
+    let handles = Handles::new(Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), &table)), Arc::new(SystemClock));
+    let alice = CallContext::from_meta(
+        Some(&meta(json!({}))),
+        None,
+        Principal::Verified { issuer: "https://issuer".into(), subject: "alice".into() },
+    )
+    .unwrap();
+    let handle = handles.create(&alice, &BASKET, json!({"count": 0})).await.unwrap();
+
+    let writers = (0..10).map(|_| {
+        let (handles, alice, handle) = (handles.clone(), alice.clone(), handle.clone());
+        tokio::spawn(async move {
+            handles
+                .update(&alice, &BASKET, &handle, |data| data["count"] = json!(data["count"].as_u64().unwrap() + 1))
+                .await
+        })
+    });
+    let outcomes: Vec<_> = futures::future::join_all(writers).await.into_iter().map(Result::unwrap).collect();
+    let succeeded = outcomes.iter().filter(|o| o.is_ok()).count();
+    assert!(outcomes.iter().all(|o| matches!(o, Ok(_) | Err(HandleFailure::Busy))), "{outcomes:?}");
+    assert!(succeeded >= 5, "backoff should let most writers through: {succeeded}/10");
+    let record = handles.read(&alice, &BASKET, &handle).await.unwrap();
+    assert_eq!(record.data["count"], json!(succeeded), "every successful update counted once");
+    assert_eq!(record.version, 1 + succeeded as u64);
+
+    // Somebody else's compare-and-set finds nothing, and changes nothing.
+    let bob = CallContext::from_meta(Some(&meta(json!({}))), None, Principal::Verified { issuer: "https://issuer".into(), subject: "bob".into() }).unwrap();
+    assert_eq!(handles.update(&bob, &BASKET, &handle, |data| data["count"] = json!(999)).await.unwrap_err(), HandleFailure::Unknown);
+    assert_eq!(handles.read(&alice, &BASKET, &handle).await.unwrap().data["count"], json!(succeeded));
+}

@@ -86,8 +86,9 @@ pub fn detect_mode() -> Mode {
 }
 
 /// Builds the function's handler once, on the zero-setup in-process
-/// dependencies, and serves it until the process ends. `mcp-aws` has the
-/// same entry point with KMS and DynamoDB behind the ports.
+/// dependencies, and serves it locally until the process ends. `mcp-aws`
+/// has the same entry point with KMS and DynamoDB behind the ports, which
+/// Lambda needs.
 pub async fn run<S, F>(build_handler: F) -> Result<(), StartError>
 where
     S: rmcp::ServerHandler + Clone,
@@ -95,6 +96,13 @@ where
 {
     let mode = detect_mode();
     logging::init(mode);
+    if mode == Mode::Lambda {
+        // Another instance could not open this one's requestState or see
+        // its handles: refuse rather than fail request by request.
+        return Err(StartError::Config(
+            "in-process state cannot serve Lambda, where any instance serves any request; use mcp_aws::run".into(),
+        ));
+    }
     serve(mode, Dependencies::in_process(), build_handler).await
 }
 
