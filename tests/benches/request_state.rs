@@ -4,7 +4,7 @@
 //! not pass/fail: these machines are shared and noisy.
 
 use std::{
-    sync::{Arc, atomic::Ordering},
+    sync::atomic::Ordering,
     time::{Duration, Instant},
 };
 

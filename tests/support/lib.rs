@@ -71,10 +71,10 @@ impl Reply {
         let text = std::str::from_utf8(&self.body).unwrap();
         if self.headers[http::header::CONTENT_TYPE].to_str().unwrap().starts_with("text/event-stream") {
             text.lines()
+                .rev()
                 .filter_map(|l| l.strip_prefix("data:"))
                 .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-                .filter(|m| m.get("id").is_some())
-                .last()
+                .find(|m| m.get("id").is_some())
                 .expect("an SSE event with the response")
         } else {
             self.json()

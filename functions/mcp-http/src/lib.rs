@@ -2,11 +2,16 @@
 //! revision 2026-07-28 on AWS Lambda and on a local port.
 //!
 //! Layers, each looking only down:
-//! - [`context`], [`protocol`], [`capability_guard`]: protocol rules, no I/O;
-//! - [`request_state`], [`mrtr`]: the `requestState` sealing port and what
-//!   tools call;
-//! - [`endpoint`]: the edge, one HTTP request in, one buffered response out;
-//! - [`local`], [`lambda`]: the two entry points; [`run`] picks one.
+//! - [`context`], [`protocol`], [`capability_guard`], [`clock`], [`random`]:
+//!   protocol rules and primitives, no I/O;
+//! - ports with in-memory implementations: [`request_state`] (sealing
+//!   `requestState`), [`redemption`] (single use), [`handles`] (explicit
+//!   handles), [`storage`] (their errors);
+//! - what tools call: [`mrtr`] (`RequestStates`, elicitation helpers) and
+//!   [`handle_access`] (`Handles`);
+//! - [`endpoint`]: the edge, one HTTP request in, one buffered response out,
+//!   with [`policy`], [`edge_error`], [`request_log`], [`protected_resource`];
+//! - [`local`], [`lambda`]: the two entry points; [`serve`] runs one.
 //!
 //! No AWS SDK here: KMS and DynamoDB adapters live in their own crate.
 

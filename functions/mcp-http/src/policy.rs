@@ -75,7 +75,7 @@ impl EdgePolicy {
             return true;
         }
         if !list.is_empty() {
-            return list.iter().any(|allowed| *allowed == name);
+            return list.contains(&name);
         }
         self.mode == Mode::Local && LOOPBACK.contains(&name.as_str())
     }
