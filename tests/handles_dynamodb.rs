@@ -12,10 +12,6 @@ use mcp_http::{
 use serde_json::{Value, json};
 use starter::tools::basket::BASKET;
 
-fn handle_in(created: &Value) -> String {
-    text_of(created).split_whitespace().nth(2).unwrap().trim_end_matches('.').to_owned()
-}
-
 #[tokio::test]
 async fn basket_lifecycle_across_two_instances() {
     let sdk = sdk().await;
@@ -23,7 +19,7 @@ async fn basket_lifecycle_across_two_instances() {
     let a = start_starter(&settings, Arc::new(SystemClock)).await;
     let b = start_starter(&settings, Arc::new(SystemClock)).await;
 
-    let basket = handle_in(&call_tool(a, "alice", "create_basket", json!({}), json!({}), json!({})).await);
+    let basket = basket_in(&call_tool(a, "alice", "create_basket", json!({}), json!({}), json!({})).await);
     assert!(BASKET.is_well_formed(&basket), "{basket}");
     call_tool(b, "alice", "add_item", json!({"basket": basket, "item": "bread", "quantity": 1}), json!({}), json!({})).await;
     call_tool(a, "alice", "add_item", json!({"basket": basket, "item": "jam", "quantity": 2}), json!({}), json!({})).await;
@@ -48,7 +44,7 @@ async fn basket_lifecycle_across_two_instances() {
 async fn foreign_unknown_and_malformed_handles_get_the_same_answer() {
     let sdk = sdk().await;
     let addr = start_starter(&settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-foreign"), Arc::new(SystemClock)).await;
-    let basket = handle_in(&call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await);
+    let basket = basket_in(&call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await);
 
     let results: Vec<Value> = futures::future::join_all([
         call_tool(addr, "bob", "view_basket", json!({"basket": basket}), json!({}), json!({})),
@@ -75,7 +71,7 @@ async fn an_expired_basket_says_so_and_is_deleted() {
     let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-expiry");
     let clock = ManualClock::at(1_800_000_000);
     let addr = start_starter(&settings, Arc::new(clock.clone())).await;
-    let basket = handle_in(&call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await);
+    let basket = basket_in(&call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await);
 
     // Sliding expiry: used after 20 hours, still alive 20 hours later.
     clock.advance(20 * 3600);
@@ -112,7 +108,7 @@ async fn a_hundred_concurrent_adds_over_two_instances_lose_nothing() {
     let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-race");
     let a = start_starter(&settings, Arc::new(SystemClock)).await;
     let b = start_starter(&settings, Arc::new(SystemClock)).await;
-    let basket = handle_in(&call_tool(a, "alice", "create_basket", json!({}), json!({}), json!({})).await);
+    let basket = basket_in(&call_tool(a, "alice", "create_basket", json!({}), json!({}), json!({})).await);
 
     let adds = (0..100).map(|i| {
         let basket = basket.clone();
@@ -163,16 +159,11 @@ async fn dynamodb_down_is_an_internal_error_and_bad_handles_never_reach_it() {
 /// version and writes only if it is unchanged, retrying on conflict.
 #[tokio::test]
 async fn compare_and_set_updates_lose_nothing_under_contention() {
-    use mcp_http::{CallContext, HandleFailure, Handles};
+    use mcp_http::{HandleFailure, Handles};
     let sdk = sdk().await;
     let table = fresh_table(&sdk).await;
     let handles = Handles::new(Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), &table)), Arc::new(SystemClock));
-    let alice = CallContext::from_meta(
-        Some(&meta(json!({}))),
-        None,
-        Principal::Verified { issuer: "https://issuer".into(), subject: "alice".into() },
-    )
-    .unwrap();
+    let alice = caller("alice");
     let handle = handles.create(&alice, &BASKET, json!({"count": 0})).await.unwrap();
 
     let writers = (0..10).map(|_| {
@@ -192,7 +183,7 @@ async fn compare_and_set_updates_lose_nothing_under_contention() {
     assert_eq!(record.version, 1 + succeeded as u64);
 
     // Somebody else's compare-and-set finds nothing, and changes nothing.
-    let bob = CallContext::from_meta(Some(&meta(json!({}))), None, Principal::Verified { issuer: "https://issuer".into(), subject: "bob".into() }).unwrap();
+    let bob = caller("bob");
     assert_eq!(handles.update(&bob, &BASKET, &handle, |data| data["count"] = json!(999)).await.unwrap_err(), HandleFailure::Unknown);
     assert_eq!(handles.read(&alice, &BASKET, &handle).await.unwrap().data["count"], json!(succeeded));
 }

@@ -7,18 +7,12 @@ use std::{sync::Arc, time::Duration};
 use e2e::{emulator::*, *};
 use mcp_aws::{KeyWindow, KmsDataKeys};
 use mcp_http::{
-    CallContext, Principal,
     clock::{ManualClock, SystemClock},
     request_state::{EnvelopeSealer, OpenError, RequestStateSealer, StateBinding},
 };
 use serde_json::{Value, json};
 
 const ELICIT: fn() -> Value = || json!({"elicitation": {}});
-
-fn ctx(subject: &str) -> CallContext {
-    let meta = meta(json!({}));
-    CallContext::from_meta(Some(&meta), None, Principal::Verified { issuer: "https://issuer".into(), subject: subject.into() }).unwrap()
-}
 
 async fn kms_sealer(key: &str, audience: &str, window: KeyWindow, clock: ManualClock) -> (EnvelopeSealer<KmsDataKeys>, Arc<mcp_aws::kms_keys::KmsCallCounts>) {
     let keys = KmsDataKeys::new(aws_sdk_kms::Client::new(&sdk().await), key, audience, window);
@@ -67,7 +61,7 @@ async fn multi_round_flow_hops_between_independent_instances() {
 async fn every_changed_byte_truncation_and_unknown_version_fail_closed() {
     let key = fresh_key(&sdk().await).await;
     let (sealer, _) = kms_sealer(&key, "e2e", KeyWindow::default(), ManualClock::at(1_000)).await;
-    let binding = StateBinding::new(&ctx("alice"), "tools/call", "checkout", &json!({"basket": "b"}), "e2e");
+    let binding = StateBinding::new(&caller("alice"), "tools/call", "checkout", &json!({"basket": "b"}), "e2e");
     let token = sealer.seal(&binding, &json!({"step": 1}), Duration::from_secs(600)).await.unwrap();
     assert!(sealer.open(&binding, &token).await.is_ok());
 
@@ -93,7 +87,7 @@ async fn principal_tool_arguments_audience_and_expiry_are_bound() {
     let key = fresh_key(&sdk().await).await;
     let clock = ManualClock::at(1_000);
     let (sealer, _) = kms_sealer(&key, "stage-a", KeyWindow::default(), clock.clone()).await;
-    let bind = |who: &str, tool: &str, args: Value, audience: &str| StateBinding::new(&ctx(who), "tools/call", tool, &args, audience);
+    let bind = |who: &str, tool: &str, args: Value, audience: &str| StateBinding::new(&caller(who), "tools/call", tool, &args, audience);
     let original = bind("alice", "checkout", json!({"basket": "b1"}), "stage-a");
     let token = sealer.seal(&original, &json!({}), Duration::from_secs(600)).await.unwrap();
 
@@ -120,7 +114,7 @@ async fn state_sealed_before_a_key_rotation_still_opens() {
     let key = fresh_key(&sdk().await).await;
     let window = KeyWindow { max_seals: 1, ..KeyWindow::default() };
     let (sealer, calls) = kms_sealer(&key, "e2e", window, ManualClock::at(1_000)).await;
-    let binding = StateBinding::new(&ctx("alice"), "tools/call", "t", &json!({}), "e2e");
+    let binding = StateBinding::new(&caller("alice"), "tools/call", "t", &json!({}), "e2e");
     let old = sealer.seal(&binding, &json!("old"), Duration::from_secs(600)).await.unwrap();
     let new = sealer.seal(&binding, &json!("new"), Duration::from_secs(600)).await.unwrap();
     assert_eq!(calls.generate_data_key.load(std::sync::atomic::Ordering::Relaxed), 2, "the window rolled over");
@@ -138,7 +132,7 @@ async fn state_sealed_before_a_key_rotation_still_opens() {
 /// Round one of a confirmed checkout of a one-line basket; returns the state.
 async fn checkout_round1(addr: std::net::SocketAddr, who: &str) -> (String, String) {
     let created = call_tool(addr, who, "create_basket", json!({}), json!({}), json!({})).await;
-    let basket = text_of(&created).split_whitespace().nth(2).unwrap().trim_end_matches('.').to_owned();
+    let basket = basket_in(&created);
     let added = call_tool(addr, who, "add_item", json!({"basket": basket, "item": "tea", "quantity": 1}), json!({}), json!({})).await;
     assert!(text_of(&added).starts_with("Added"), "{added}");
     let round1 = call_tool(addr, who, "checkout", json!({"basket": basket}), ELICIT(), json!({})).await;
@@ -222,7 +216,7 @@ async fn a_client_without_elicitation_never_receives_one() {
     let sdk = sdk().await;
     let addr = start_starter(&settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-caps"), Arc::new(SystemClock)).await;
     let created = call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await;
-    let basket = text_of(&created).split_whitespace().nth(2).unwrap().trim_end_matches('.').to_owned();
+    let basket = basket_in(&created);
     call_tool(addr, "alice", "add_item", json!({"basket": basket, "item": "tea", "quantity": 1}), json!({}), json!({})).await;
     let reply = call_tool(addr, "alice", "checkout", json!({"basket": basket}), json!({"sampling": {}}), json!({})).await;
     assert_eq!(reply["error"]["code"], -32021, "{reply}");

@@ -10,7 +10,6 @@ use std::{
 
 use mcp_aws::{KeyWindow, KmsDataKeys};
 use mcp_http::{
-    CallContext, Principal,
     request_state::{DataKeySource, EnvelopeSealer, InProcessKey, RequestStateSealer, StateBinding},
 };
 use serde_json::json;
@@ -18,9 +17,7 @@ use serde_json::json;
 const ROUNDS: usize = 10_000;
 
 fn binding() -> StateBinding {
-    let meta = e2e::meta(json!({}));
-    let ctx = CallContext::from_meta(Some(&meta), None, Principal::Verified { issuer: "i".into(), subject: "s".into() }).unwrap();
-    StateBinding::new(&ctx, "tools/call", "checkout", &json!({"basket": "bsk_x"}), "bench")
+    StateBinding::new(&e2e::caller("bench"), "tools/call", "checkout", &json!({"basket": "bsk_x"}), "bench")
 }
 
 /// Median nanoseconds of one seal + open round over `ROUNDS` rounds.

@@ -135,3 +135,15 @@ pub async fn call_tool(addr: SocketAddr, principal: &str, name: &str, arguments:
 pub fn text_of(message: &Value) -> String {
     message["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text in {message}")).to_owned()
 }
+
+/// A request context for a verified caller, for tests that drive the ports
+/// directly rather than over HTTP.
+pub fn caller(subject: &str) -> mcp_http::CallContext {
+    let principal = mcp_http::Principal::Verified { issuer: "https://issuer".into(), subject: subject.into() };
+    mcp_http::CallContext::from_meta(Some(&meta(json!({}))), None, principal).expect("complete _meta")
+}
+
+/// The handle in `create_basket`'s answer ("Created basket bsk_... .").
+pub fn basket_in(created: &Value) -> String {
+    text_of(created).split_whitespace().nth(2).expect("a handle").trim_end_matches('.').to_owned()
+}
