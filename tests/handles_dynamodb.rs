@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use e2e::{emulator::*, *};
-use mcp_http::{
+use mcp_stateless::{
     Principal,
     clock::{ManualClock, SystemClock},
     handles::HandleKey,
@@ -132,11 +132,11 @@ async fn a_hundred_concurrent_adds_over_two_instances_lose_nothing() {
 
 #[tokio::test]
 async fn dynamodb_down_is_an_internal_error_and_bad_handles_never_reach_it() {
-    use mcp_http::{Dependencies, Handles, RequestStates, redemption::InMemoryLedger, request_state::{EnvelopeSealer, InProcessKey}};
+    use mcp_stateless::{Dependencies, Handles, RequestStates, sealed::redemption::InMemoryLedger, sealed::request_state::{EnvelopeSealer, InProcessKey}};
     let sdk = sdk().await;
     let config = aws_sdk_dynamodb::config::Builder::from(&sdk).endpoint_url("http://127.0.0.1:1").build();
     let store = Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), "unreachable"));
-    let clock: Arc<dyn mcp_http::clock::Clock> = Arc::new(SystemClock);
+    let clock: Arc<dyn mcp_stateless::clock::Clock> = Arc::new(SystemClock);
     let deps = Dependencies {
         request_states: RequestStates::new(
             Arc::new(EnvelopeSealer::new(InProcessKey::generate())),
@@ -159,7 +159,7 @@ async fn dynamodb_down_is_an_internal_error_and_bad_handles_never_reach_it() {
 /// version and writes only if it is unchanged, retrying on conflict.
 #[tokio::test]
 async fn compare_and_set_updates_lose_nothing_under_contention() {
-    use mcp_http::{HandleFailure, Handles};
+    use mcp_stateless::{HandleFailure, Handles};
     let sdk = sdk().await;
     let table = fresh_table(&sdk).await;
     let handles = Handles::new(Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), &table)), Arc::new(SystemClock));

@@ -5,7 +5,7 @@
 
 use e2e::*;
 use lambda_http::{Body, request::LambdaRequest};
-use mcp_http::{Dependencies, EdgePolicy, McpEndpoint, Mode};
+use mcp_stateless::{Dependencies, EdgePolicy, McpEndpoint, Mode};
 use serde_json::Value;
 
 fn starter(mode: Mode) -> McpEndpoint<starter::StarterServer> {
@@ -28,7 +28,7 @@ fn fixture(name: &str) -> (lambda_http::Request, Value) {
 
 async fn invoke(name: &str) -> (u16, Value, Value) {
     let (request, body) = fixture(name);
-    let response = mcp_http::lambda::handle_event(&starter(Mode::Lambda), request).await;
+    let response = mcp_stateless::edge::lambda::handle_event(&starter(Mode::Lambda), request).await;
     let status = response.status().as_u16();
     let message: Value = match response.body() {
         Body::Text(text) => serde_json::from_str(text).unwrap(),
@@ -76,13 +76,13 @@ async fn local_mode_honours_the_development_principal() {
 async fn lambda_rejects_hosts_other_than_the_api_domain() {
     let (mut request, _) = fixture("apigw-v2-tools-list.json");
     request.headers_mut().insert("host", "evil.example.com".parse().unwrap());
-    let response = mcp_http::lambda::handle_event(&starter(Mode::Lambda), request).await;
+    let response = mcp_stateless::edge::lambda::handle_event(&starter(Mode::Lambda), request).await;
     assert_eq!(response.status(), 403);
 }
 
 #[tokio::test]
 async fn protected_resource_metadata_is_served_without_auth_at_both_paths() {
-    use mcp_http::protected_resource::ResourceMetadata;
+    use mcp_stateless::edge::protected_resource::ResourceMetadata;
     let metadata = ResourceMetadata {
         authorization_servers: vec!["https://issuer.example.com/".into()],
         scopes_supported: vec!["mcp".into()],
@@ -93,7 +93,7 @@ async fn protected_resource_metadata_is_served_without_auth_at_both_paths() {
         let (mut request, _) = fixture("function-url-tools-list.json");
         *request.method_mut() = http::Method::GET;
         *request.uri_mut() = path.parse().unwrap();
-        let response = mcp_http::lambda::handle_event(&endpoint, request).await;
+        let response = mcp_stateless::edge::lambda::handle_event(&endpoint, request).await;
         assert_eq!(response.status(), 200, "{path}");
         let Body::Text(text) = response.body() else { panic!("{path}: no body") };
         let document: Value = serde_json::from_str(text).unwrap();
@@ -105,5 +105,5 @@ async fn protected_resource_metadata_is_served_without_auth_at_both_paths() {
     let (mut request, _) = fixture("function-url-tools-list.json");
     *request.method_mut() = http::Method::GET;
     *request.uri_mut() = "/.well-known/oauth-protected-resource".parse().unwrap();
-    assert_eq!(mcp_http::lambda::handle_event(&starter(Mode::Lambda), request).await.status(), 404);
+    assert_eq!(mcp_stateless::edge::lambda::handle_event(&starter(Mode::Lambda), request).await.status(), 404);
 }

@@ -6,9 +6,9 @@ use std::{sync::Arc, time::Duration};
 
 use e2e::{emulator::*, *};
 use mcp_aws::{KeyWindow, KmsDataKeys};
-use mcp_http::{
+use mcp_stateless::{
     clock::{ManualClock, SystemClock},
-    request_state::{EnvelopeSealer, OpenError, RequestStateSealer, StateBinding},
+    sealed::request_state::{EnvelopeSealer, OpenError, RequestStateSealer, StateBinding},
 };
 use serde_json::{Value, json};
 

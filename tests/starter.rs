@@ -1,7 +1,7 @@
 //! The starter function's example tools, called over HTTP.
 
 use e2e::*;
-use mcp_http::{Dependencies, EdgePolicy, McpEndpoint, Mode};
+use mcp_stateless::{Dependencies, EdgePolicy, McpEndpoint, Mode};
 use serde_json::json;
 
 async fn server() -> std::net::SocketAddr {

@@ -9,8 +9,8 @@ use std::{
 };
 
 use mcp_aws::{KeyWindow, KmsDataKeys};
-use mcp_http::{
-    request_state::{DataKeySource, EnvelopeSealer, InProcessKey, RequestStateSealer, StateBinding},
+use mcp_stateless::{
+    sealed::request_state::{DataKeySource, EnvelopeSealer, InProcessKey, RequestStateSealer, StateBinding},
 };
 use serde_json::json;
 

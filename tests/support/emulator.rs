@@ -6,7 +6,7 @@ use std::{net::SocketAddr, sync::Arc};
 
 use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement, TimeToLiveSpecification};
 use mcp_aws::AwsSettings;
-use mcp_http::{Dependencies, EdgePolicy, McpEndpoint, Mode, clock::Clock};
+use mcp_stateless::{Dependencies, EdgePolicy, McpEndpoint, Mode, clock::Clock};
 use serde_json::Value;
 
 /// SDK configuration pointing at the emulator. Panics with what to run when
@@ -21,7 +21,7 @@ pub async fn sdk() -> aws_config::SdkConfig {
 }
 
 pub fn unique(prefix: &str) -> String {
-    let random = mcp_http::random::bytes::<6>();
+    let random = mcp_stateless::random::bytes::<6>();
     format!("{prefix}-{}", random.iter().map(|b| format!("{b:02x}")).collect::<String>())
 }
 
@@ -122,7 +122,7 @@ pub async fn failing_kms(error_type: &'static str, status: u16) -> String {
 /// Dependencies whose KMS client talks to `kms_endpoint` while DynamoDB is
 /// the emulator's: for injecting KMS failures.
 pub async fn deps_with_kms_at(kms_endpoint: &str, key: &str, table: &str, audience: &str, clock: Arc<dyn Clock>) -> Dependencies {
-    use mcp_http::{Handles, RequestStates, request_state::EnvelopeSealer};
+    use mcp_stateless::{Handles, RequestStates, sealed::request_state::EnvelopeSealer};
     let sdk = sdk().await;
     let kms_config = aws_sdk_kms::config::Builder::from(&sdk).endpoint_url(kms_endpoint).build();
     let keys = mcp_aws::KmsDataKeys::new(aws_sdk_kms::Client::from_conf(kms_config), key, audience, Default::default());

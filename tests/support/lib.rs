@@ -8,7 +8,7 @@ use std::{net::SocketAddr, sync::Arc};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use mcp_http::{Dependencies, EdgePolicy, McpEndpoint, Mode};
+use mcp_stateless::{Dependencies, EdgePolicy, McpEndpoint, Mode};
 use serde_json::{Value, json};
 
 pub const VERSION: &str = "2026-07-28";
@@ -34,7 +34,7 @@ pub fn everything_endpoint() -> McpEndpoint<everything::EverythingServer> {
 pub async fn spawn<S: rmcp::ServerHandler + Clone>(endpoint: McpEndpoint<S>) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(mcp_http::local::serve_local(Arc::new(endpoint), listener));
+    tokio::spawn(mcp_stateless::edge::local::serve_local(Arc::new(endpoint), listener));
     addr
 }
 
@@ -138,9 +138,9 @@ pub fn text_of(message: &Value) -> String {
 
 /// A request context for a verified caller, for tests that drive the ports
 /// directly rather than over HTTP.
-pub fn caller(subject: &str) -> mcp_http::CallContext {
-    let principal = mcp_http::Principal::Verified { issuer: "https://issuer".into(), subject: subject.into() };
-    mcp_http::CallContext::from_meta(Some(&meta(json!({}))), None, principal).expect("complete _meta")
+pub fn caller(subject: &str) -> mcp_stateless::CallContext {
+    let principal = mcp_stateless::Principal::Verified { issuer: "https://issuer".into(), subject: subject.into() };
+    mcp_stateless::CallContext::from_meta(Some(&meta(json!({}))), None, principal).expect("complete _meta")
 }
 
 /// The handle in `create_basket`'s answer ("Created basket bsk_... .").

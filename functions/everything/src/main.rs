@@ -3,6 +3,6 @@
 //! function built from this template.
 
 #[tokio::main]
-async fn main() -> Result<(), mcp_http::StartError> {
+async fn main() -> Result<(), mcp_stateless::StartError> {
     mcp_aws::run(everything::EverythingServer::new).await
 }

@@ -16,7 +16,7 @@ use rmcp::{
 };
 use serde_json::{Map, Value, json};
 
-use mcp_http::{CallContext, StateScope};
+use mcp_stateless::{CallContext, StateScope};
 
 use crate::EverythingServer;
 

@@ -11,7 +11,7 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use mcp_http::CallContext;
+use mcp_stateless::CallContext;
 
 use crate::{
     EverythingServer, PNG_1X1,

@@ -16,7 +16,7 @@ use rmcp::{
 };
 use std::borrow::Cow;
 
-use mcp_http::{CallContext, Dependencies, RequestStates};
+use mcp_stateless::{CallContext, Dependencies, RequestStates};
 
 #[derive(Clone)]
 pub struct EverythingServer {
@@ -40,7 +40,7 @@ impl ServerHandler for EverythingServer {
     fn get_info(&self) -> ServerConfig {
         // No listChanged and no subscribe: a buffered Lambda cannot hold a
         // subscriptions/listen stream open, so it does not advertise one.
-        mcp_http::protocol::server_info(
+        mcp_stateless::protocol::server_info(
             env!("CARGO_PKG_NAME"),
             env!("CARGO_PKG_VERSION"),
             ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources().enable_completions().build(),
@@ -48,7 +48,7 @@ impl ServerHandler for EverythingServer {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        mcp_http::protocol::supported_protocol_versions()
+        mcp_stateless::protocol::supported_protocol_versions()
     }
 
     async fn list_prompts(

@@ -22,9 +22,9 @@ use aws_sdk_dynamodb::{
     types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure},
 };
 use futures::future::BoxFuture;
-use mcp_http::{
+use mcp_stateless::{
     handles::{Change, HandleKey, HandleRecord, HandleStore, Lookup},
-    redemption::{Redemption, RedemptionLedger},
+    sealed::redemption::{Redemption, RedemptionLedger},
     storage::StoreError,
 };
 use serde_json::Value;

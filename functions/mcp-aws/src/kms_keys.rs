@@ -25,7 +25,7 @@ use aws_sdk_kms::{
     types::DataKeySpec,
 };
 use futures::future::BoxFuture;
-use mcp_http::request_state::{DataKeySource, OpenError, SealError, SealingKey};
+use mcp_stateless::sealed::request_state::{DataKeySource, OpenError, SealError, SealingKey};
 use zeroize::Zeroize;
 
 /// The encryption context key the IAM policy conditions on

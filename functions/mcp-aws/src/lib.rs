@@ -1,4 +1,4 @@
-//! AWS behind `mcp-http`'s ports: KMS data keys for sealing `requestState`,
+//! AWS behind `mcp-stateless`'s ports: KMS data keys for sealing `requestState`,
 //! DynamoDB for handles and single-use records, and the entry point every
 //! function's `main` calls.
 //!
@@ -12,12 +12,12 @@ pub mod settings;
 
 use std::sync::Arc;
 
-use mcp_http::{
+use mcp_stateless::{
     Dependencies, Handles, Mode, RequestStates, StartError,
     clock::{Clock, SystemClock},
     handles::{HandleStore, memory::InMemoryHandleStore},
-    redemption::{InMemoryLedger, RedemptionLedger},
-    request_state::{EnvelopeSealer, InProcessKey, RequestStateSealer},
+    sealed::redemption::{InMemoryLedger, RedemptionLedger},
+    sealed::request_state::{EnvelopeSealer, InProcessKey, RequestStateSealer},
 };
 
 pub use dynamo_handles::DynamoStore;
@@ -61,8 +61,8 @@ where
     S: rmcp::ServerHandler + Clone,
     F: FnOnce(Dependencies) -> S,
 {
-    let mode = mcp_http::detect_mode();
-    mcp_http::logging::init(mode);
+    let mode = mcp_stateless::detect_mode();
+    mcp_stateless::edge::logging::init(mode);
     let settings = AwsSettings::from_env();
     settings.check(mode).map_err(StartError::Config)?;
     let uses_aws = settings.state_key_id.is_some() || settings.table_name.is_some();
@@ -76,5 +76,5 @@ where
         );
     }
     let deps = dependencies(&settings, sdk.as_ref(), Arc::new(SystemClock));
-    mcp_http::serve(mode, deps, build_handler).await
+    mcp_stateless::serve(mode, deps, build_handler).await
 }

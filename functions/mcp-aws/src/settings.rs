@@ -2,7 +2,7 @@
 //! server and in `template.yaml`. No key material here: only the KMS key's
 //! id or alias, which is not a secret.
 
-use mcp_http::Mode;
+use mcp_stateless::Mode;
 
 pub const STATE_KEY_ID: &str = "MCP_STATE_KEY_ID";
 pub const TABLE_NAME: &str = "MCP_TABLE_NAME";

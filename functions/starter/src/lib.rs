@@ -12,7 +12,7 @@ use rmcp::{
     tool_handler,
 };
 
-use mcp_http::{Dependencies, Handles, RequestStates};
+use mcp_stateless::{Dependencies, Handles, RequestStates};
 
 #[derive(Clone)]
 pub struct StarterServer {
@@ -32,7 +32,7 @@ impl StarterServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for StarterServer {
     fn get_info(&self) -> ServerConfig {
-        mcp_http::protocol::server_info(
+        mcp_stateless::protocol::server_info(
             env!("CARGO_PKG_NAME"),
             env!("CARGO_PKG_VERSION"),
             ServerCapabilities::builder().enable_tools().build(),
@@ -40,6 +40,6 @@ impl ServerHandler for StarterServer {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        mcp_http::protocol::supported_protocol_versions()
+        mcp_stateless::protocol::supported_protocol_versions()
     }
 }

@@ -5,6 +5,6 @@
 //! MCP on http://127.0.0.1:3000/mcp (`MCP_LOCAL_ADDR` to change).
 
 #[tokio::main]
-async fn main() -> Result<(), mcp_http::StartError> {
+async fn main() -> Result<(), mcp_stateless::StartError> {
     mcp_aws::run(starter::StarterServer::new).await
 }

@@ -9,7 +9,7 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use mcp_http::{CallContext, Principal};
+use mcp_stateless::{CallContext, Principal};
 
 use crate::StarterServer;
 

@@ -9,10 +9,10 @@
 
 use std::time::Duration;
 
-use mcp_http::{
+use mcp_stateless::{
     CallContext, Change, HandleKind, StateScope,
-    handle_access::HandleFailure,
-    mrtr::{ElicitationReply, ask_one, elicitation_reply, form_request},
+    handles::access::HandleFailure,
+    sealed::mrtr::{ElicitationReply, ask_one, elicitation_reply, form_request},
 };
 use rmcp::{
     ErrorData, Json,

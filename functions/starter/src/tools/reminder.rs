@@ -3,9 +3,9 @@
 //! `requestState`, so any instance can serve the next round and nothing is
 //! stored or locked while the user thinks (a client may never come back).
 
-use mcp_http::{
+use mcp_stateless::{
     CallContext, StateScope,
-    mrtr::{ElicitationReply, ask_one, elicitation_reply, form_request},
+    sealed::mrtr::{ElicitationReply, ask_one, elicitation_reply, form_request},
 };
 use rmcp::{
     ErrorData,

@@ -6,6 +6,8 @@
 //! *and* the handle, so another principal's lookup of a stolen handle finds
 //! nothing at all ("State Handle Hijacking", security-best-practices).
 
+pub mod access;
+
 use std::time::Duration;
 
 use aws_lc_rs::digest::{SHA256, digest};
@@ -13,7 +15,7 @@ use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::{context::Principal, random, storage::StoreError};
+use crate::{protocol::context::Principal, random, storage::StoreError};
 
 /// A kind of handle and its lifetime policy.
 #[derive(Debug, Clone, Copy)]

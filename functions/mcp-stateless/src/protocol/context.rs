@@ -95,7 +95,7 @@ impl CallContext {
     /// Whether the client declared `capability` (a top-level key such as
     /// `sampling`), optionally with a sub-feature (`elicitation.url`).
     pub fn declares(&self, capability: &str, feature: Option<&str>) -> bool {
-        crate::capability_guard::declares(&self.client_capabilities, capability, feature)
+        crate::protocol::capability_guard::declares(&self.client_capabilities, capability, feature)
     }
 
     /// The context the edge attached to this request.

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
 use serde_json::json;
 
-use crate::policy::MCP_PATH;
+use crate::edge::policy::MCP_PATH;
 
 pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 

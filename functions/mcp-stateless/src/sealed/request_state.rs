@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::{
     clock::{Clock, SystemClock},
-    context::CallContext,
+    protocol::context::CallContext,
     random,
 };
 
@@ -306,7 +306,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{clock::ManualClock, context::Principal};
+    use crate::{clock::ManualClock, protocol::context::Principal};
 
     fn ctx(subject: &str) -> CallContext {
         CallContext::from_meta(

@@ -8,8 +8,8 @@ use lambda_http::{Body, RequestExt, request::RequestContext, service_fn};
 use rmcp::ServerHandler;
 
 use crate::{
-    context::Principal,
-    endpoint::{EntryFacts, McpEndpoint},
+    protocol::context::Principal,
+    edge::endpoint::{EntryFacts, McpEndpoint},
 };
 
 pub async fn serve_lambda<S: ServerHandler + Clone>(endpoint: Arc<McpEndpoint<S>>) -> Result<(), lambda_http::Error> {

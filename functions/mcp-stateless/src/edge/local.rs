@@ -12,10 +12,10 @@ use rmcp::ServerHandler;
 use tokio::net::TcpListener;
 
 use crate::{
-    context::Principal,
-    edge_error::EdgeError,
-    endpoint::{EntryFacts, McpEndpoint},
-    policy::DEV_PRINCIPAL_HEADER,
+    protocol::context::Principal,
+    edge::error::EdgeError,
+    edge::endpoint::{EntryFacts, McpEndpoint},
+    edge::policy::DEV_PRINCIPAL_HEADER,
 };
 
 pub const DEFAULT_LOCAL_ADDR: &str = "127.0.0.1:3000";

@@ -22,13 +22,13 @@ use rmcp::{
 use serde_json::{Value, json};
 
 use crate::{
-    capability_guard::missing_capabilities,
-    context::{CallContext, Principal},
-    edge_error::{EdgeError, code, jsonrpc_error_response},
-    policy::{EdgePolicy, MCP_PATH},
-    protected_resource::ResourceMetadata,
+    protocol::capability_guard::missing_capabilities,
+    protocol::context::{CallContext, Principal},
+    edge::error::{EdgeError, code, jsonrpc_error_response},
+    edge::policy::{EdgePolicy, MCP_PATH},
+    edge::protected_resource::ResourceMetadata,
     protocol::SUPPORTED_VERSIONS,
-    request_log::RequestLog,
+    edge::request_log::RequestLog,
 };
 
 /// Facts an entry point established outside the JSON body, attached to the

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 
-use crate::context::MetaError;
+use crate::protocol::context::MetaError;
 
 /// JSON-RPC and MCP error codes the edge answers with.
 pub mod code {

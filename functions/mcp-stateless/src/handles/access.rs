@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::{
     clock::Clock,
-    context::CallContext,
+    protocol::context::CallContext,
     handles::{Change, HandleKey, HandleKind, HandleRecord, HandleStore, Lookup},
     storage::StoreError,
 };
@@ -181,7 +181,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{clock::ManualClock, context::Principal, handles::memory::InMemoryHandleStore};
+    use crate::{clock::ManualClock, protocol::context::Principal, handles::memory::InMemoryHandleStore};
 
     const BASKET: HandleKind = HandleKind {
         prefix: "bsk",

@@ -3,7 +3,7 @@
 
 use tracing_subscriber::EnvFilter;
 
-use crate::policy::Mode;
+use crate::edge::policy::Mode;
 
 pub fn init(mode: Mode) {
     let requested = std::env::var("MCP_LOG_LEVEL")

@@ -1,4 +1,9 @@
-//! Protocol constants and helpers every function's handler uses.
+//! Protocol rules with no I/O: the per-request [`context`], the -32021
+//! [`capability_guard`], and the constants and helpers every function's
+//! handler uses.
+
+pub mod capability_guard;
+pub mod context;
 
 use std::borrow::Cow;
 

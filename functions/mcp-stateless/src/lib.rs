@@ -1,52 +1,41 @@
-//! rmcp served as one self-contained request per invocation, for MCP
-//! revision 2026-07-28 on AWS Lambda and on a local port.
+//! Stateless MCP on Lambda without the AWS SDK: rmcp served as one
+//! self-contained request per invocation (MCP revision 2026-07-28), and the
+//! machinery tools use for state that outlives a request.
 //!
-//! Layers, each looking only down:
-//! - [`context`], [`protocol`], [`capability_guard`], [`clock`], [`random`]:
-//!   protocol rules and primitives, no I/O;
-//! - ports with in-memory implementations: [`request_state`] (sealing
-//!   `requestState`), [`redemption`] (single use), [`handles`] (explicit
-//!   handles), [`storage`] (their errors);
-//! - what tools call: [`mrtr`] (`RequestStates`, elicitation helpers) and
-//!   [`handle_access`] (`Handles`);
-//! - [`endpoint`]: the edge, one HTTP request in, one buffered response out,
-//!   with [`policy`], [`edge_error`], [`request_log`], [`protected_resource`];
-//! - [`local`], [`lambda`]: the two entry points; [`serve`] runs one.
+//! One folder per concern, each looking only down:
+//! - [`protocol`]: the per-request context (principal, version, client
+//!   capabilities), the -32021 capability rules, server info;
+//! - [`sealed`]: `requestState` sealed for multi-round tool calls
+//!   (`RequestStates`), and single-use redemption;
+//! - [`handles`]: explicit, owner-bound, expiring handles (`Handles`);
+//! - [`edge`]: one HTTP request in, one buffered response out (headers,
+//!   origin, `_meta`, errors, logs, protected resource metadata), and the
+//!   Lambda and local entry points;
+//! - [`clock`], [`random`], [`storage`]: primitives the others share.
 //!
-//! No AWS SDK here: KMS and DynamoDB adapters live in their own crate.
+//! Each state concern is a port (a small trait) with an in-memory
+//! implementation here; the KMS and DynamoDB adapters live in `mcp-aws`.
 
-pub mod capability_guard;
 pub mod clock;
-pub mod context;
-pub mod edge_error;
-pub mod endpoint;
-pub mod handle_access;
+pub mod edge;
 pub mod handles;
-pub mod lambda;
-pub mod local;
-pub mod logging;
-pub mod mrtr;
-pub mod policy;
-pub mod protected_resource;
 pub mod protocol;
 pub mod random;
-pub mod redemption;
-pub mod request_log;
-pub mod request_state;
+pub mod sealed;
 pub mod storage;
 
 use std::sync::Arc;
 
-pub use context::{CallContext, Principal};
-pub use endpoint::{EntryFacts, McpEndpoint};
-pub use handle_access::{HandleFailure, Handles};
+pub use protocol::context::{CallContext, Principal};
+pub use edge::endpoint::{EntryFacts, McpEndpoint};
+pub use handles::access::{HandleFailure, Handles};
 pub use handles::{Change, HandleKind};
-pub use mrtr::{RequestStates, StateScope};
-pub use policy::{EdgePolicy, Mode};
+pub use sealed::mrtr::{RequestStates, StateScope};
+pub use edge::policy::{EdgePolicy, Mode};
 use clock::{Clock, SystemClock};
 use handles::memory::InMemoryHandleStore;
-use redemption::InMemoryLedger;
-use request_state::{EnvelopeSealer, InProcessKey};
+use sealed::redemption::InMemoryLedger;
+use sealed::request_state::{EnvelopeSealer, InProcessKey};
 
 /// What a function's tools are built from, once per cold start.
 #[derive(Clone)]
@@ -100,7 +89,7 @@ where
     F: FnOnce(Dependencies) -> S,
 {
     let mode = detect_mode();
-    logging::init(mode);
+    edge::logging::init(mode);
     if mode == Mode::Lambda {
         // Another instance could not open this one's requestState or see
         // its handles: refuse rather than fail request by request.
@@ -120,19 +109,19 @@ where
     let policy = EdgePolicy::from_env(mode).map_err(StartError::Config)?;
     let endpoint = Arc::new(McpEndpoint::new(build_handler(deps), policy));
     match mode {
-        Mode::Lambda => lambda::serve_lambda(endpoint).await.map_err(StartError::Lambda),
+        Mode::Lambda => edge::lambda::serve_lambda(endpoint).await.map_err(StartError::Lambda),
         Mode::Local => {
-            let addr = std::env::var("MCP_LOCAL_ADDR").unwrap_or_else(|_| local::DEFAULT_LOCAL_ADDR.to_owned());
+            let addr = std::env::var("MCP_LOCAL_ADDR").unwrap_or_else(|_| edge::local::DEFAULT_LOCAL_ADDR.to_owned());
             let listener = tokio::net::TcpListener::bind(&addr)
                 .await
                 .map_err(|source| StartError::Listen { addr: addr.clone(), source })?;
             let bound = listener.local_addr()?;
-            tracing::info!("MCP server listening on http://{bound}{}", policy::MCP_PATH);
+            tracing::info!("MCP server listening on http://{bound}{}", edge::policy::MCP_PATH);
             if !bound.ip().is_loopback() {
                 // The local server trusts the development principal header.
                 tracing::warn!("the local server is reachable beyond this machine; x-mcp-dev-principal lets any caller choose who they are");
             }
-            Ok(local::serve_local(endpoint, listener).await?)
+            Ok(edge::local::serve_local(endpoint, listener).await?)
         }
     }
 }

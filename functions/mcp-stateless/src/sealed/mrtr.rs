@@ -12,9 +12,9 @@ use serde_json::Value;
 
 use crate::{
     clock::Clock,
-    context::CallContext,
-    redemption::{Redemption, RedemptionLedger},
-    request_state::{DEFAULT_STATE_TTL, OpenError, OpenedState, RequestStateSealer, SealError, StateBinding},
+    protocol::context::CallContext,
+    sealed::redemption::{Redemption, RedemptionLedger},
+    sealed::request_state::{DEFAULT_STATE_TTL, OpenError, OpenedState, RequestStateSealer, SealError, StateBinding},
 };
 
 /// The one message a client gets for any state that does not open: it must

@@ -1,0 +1,14 @@
+//! The edge: everything between an HTTP request and the handler. The
+//! transport rules rmcp leaves to the server (origin, body limits, JSON-RPC
+//! framing, `_meta` and version headers), errors mapped once to JSON-RPC
+//! codes and HTTP statuses, one log line per request, the protected
+//! resource metadata, and the two entry points (Lambda events, a local port).
+
+pub mod endpoint;
+pub mod error;
+pub mod lambda;
+pub mod local;
+pub mod logging;
+pub mod policy;
+pub mod protected_resource;
+pub mod request_log;
