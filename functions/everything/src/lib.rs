@@ -12,8 +12,10 @@ mod prompts;
 mod resources;
 mod schema_tools;
 mod server;
+mod task_tools;
 
 pub use server::EverythingServer;
+pub use task_tools::task_tools;
 
 /// A 1x1 red PNG.
 pub(crate) const PNG_1X1: &str =

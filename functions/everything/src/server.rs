@@ -9,27 +9,34 @@ use rmcp::{
     model::{
         CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptRequestParams, GetPromptResponse,
         ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference, ServerCapabilities, ServerConfig,
+        ProtocolVersion, ReadResourceRequestParams, GetTaskParams, GetTaskResult, UpdateTaskParams, CancelTaskParams, ReadResourceResponse, Reference, ServerCapabilities, ServerConfig,
     },
     service::RequestContext,
     tool_handler,
 };
 use std::borrow::Cow;
 
-use mcp_stateless::{CallContext, Dependencies, RequestStates};
+use mcp_stateless::{CallContext, Dependencies, RequestStates, tasks::Tasks};
 
 #[derive(Clone)]
 pub struct EverythingServer {
     pub(crate) request_states: RequestStates,
+    pub(crate) tasks: Tasks,
     tool_router: ToolRouter<Self>,
     prompt_router: PromptRouter<Self>,
 }
 
 impl EverythingServer {
     pub fn new(deps: Dependencies) -> Self {
+        let tasks = deps.tasks.with_tools(crate::task_tools());
         Self {
             request_states: deps.request_states,
-            tool_router: Self::content_tools() + Self::mrtr_tools() + Self::schema_tools(),
+            tool_router: Self::content_tools()
+                + Self::mrtr_tools()
+                + Self::schema_tools()
+                + Self::task_fixture_tools()
+                + tasks.router(),
+            tasks,
             prompt_router: Self::prompts(),
         }
     }
@@ -43,12 +50,30 @@ impl ServerHandler for EverythingServer {
         mcp_stateless::protocol::server_info(
             env!("CARGO_PKG_NAME"),
             env!("CARGO_PKG_VERSION"),
-            ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources().enable_completions().build(),
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .enable_resources()
+                .enable_completions()
+                .enable_tasks()
+                .build(),
         )
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         mcp_stateless::protocol::supported_protocol_versions()
+    }
+
+    async fn get_task(&self, request: GetTaskParams, context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&CallContext::of(&context)?, &request.task_id).await
+    }
+
+    async fn update_task(&self, request: UpdateTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.tasks.update(&CallContext::of(&context)?, &request).await
+    }
+
+    async fn cancel_task(&self, request: CancelTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.tasks.cancel(&CallContext::of(&context)?, &request.task_id).await
     }
 
     async fn list_prompts(

@@ -35,23 +35,23 @@ use crate::attribute_values::{from_attribute, from_map, to_attribute};
 pub const PARTITION_KEY: &str = "pk";
 pub const TTL_ATTRIBUTE: &str = "expires_at";
 
-type Item = HashMap<String, AttributeValue>;
+pub(crate) type Item = HashMap<String, AttributeValue>;
 
 #[derive(Clone)]
 pub struct DynamoStore {
-    client: Client,
-    table: String,
+    pub(crate) client: Client,
+    pub(crate) table: String,
 }
 
-fn n(value: u64) -> AttributeValue {
+pub(crate) fn n(value: u64) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
-fn s(value: &str) -> AttributeValue {
+pub(crate) fn s(value: &str) -> AttributeValue {
     AttributeValue::S(value.to_owned())
 }
 
-fn number(item: &Item, name: &str) -> Result<u64, StoreError> {
+pub(crate) fn number(item: &Item, name: &str) -> Result<u64, StoreError> {
     match item.get(name) {
         Some(AttributeValue::N(v)) => v.parse().map_err(|_| StoreError::Corrupt(format!("{name} is not a number"))),
         _ => Err(StoreError::Corrupt(format!("{name} is missing"))),
@@ -83,7 +83,7 @@ fn record(item: &Item) -> Result<HandleRecord, StoreError> {
 }
 
 /// Throttling, timeouts and outages after the SDK's own retries.
-fn unavailable<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
+pub(crate) fn unavailable<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
     error: SdkError<E, R>,
 ) -> StoreError {
     let detail = aws_sdk_dynamodb::error::DisplayErrorContext(&error).to_string();
@@ -92,7 +92,7 @@ fn unavailable<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fm
 }
 
 /// The item a failed condition saw, if the failure was a condition check.
-fn condition_failed<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
+pub(crate) fn condition_failed<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
     error: SdkError<E, R>,
     item_of: impl FnOnce(&E) -> Option<Item>,
 ) -> Result<Option<Item>, StoreError> {
@@ -155,7 +155,7 @@ impl DynamoStore {
 
     /// DynamoDB deletes expired items lazily (up to days later): one seen
     /// expired is deleted now, unless it was renewed in between.
-    async fn delete_expired(&self, key: &HandleKey, now: u64) -> Result<(), StoreError> {
+    pub(crate) async fn delete_expired(&self, key: &HandleKey, now: u64) -> Result<(), StoreError> {
         let result = self
             .client
             .delete_item()

@@ -7,8 +7,11 @@
 
 pub mod attribute_values;
 pub mod dynamo_handles;
+pub mod dynamo_tasks;
 pub mod kms_keys;
 pub mod settings;
+pub mod sqs_queue;
+pub mod worker_entry;
 
 use std::sync::Arc;
 
@@ -18,11 +21,16 @@ use mcp_stateless::{
     handles::{HandleStore, memory::InMemoryHandleStore},
     sealed::redemption::{InMemoryLedger, RedemptionLedger},
     sealed::request_state::{EnvelopeSealer, InProcessKey, RequestStateSealer},
+    tasks::{
+        TaskBackend, TaskTools, TaskWorker,
+        store::{TaskStore, memory::InMemoryTaskStore},
+    },
 };
 
 pub use dynamo_handles::DynamoStore;
 pub use kms_keys::{KeyWindow, KmsDataKeys};
 pub use settings::AwsSettings;
+pub use sqs_queue::SqsTaskQueue;
 
 /// The SDK configuration from the environment (`AWS_REGION`,
 /// `AWS_ENDPOINT_URL` for emulators, credentials).
@@ -40,16 +48,28 @@ pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>,
         }
         _ => Arc::new(EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone())),
     };
-    let (store, ledger): (Arc<dyn HandleStore>, Arc<dyn RedemptionLedger>) = match (&settings.table_name, sdk) {
-        (Some(table), Some(sdk)) => {
-            let dynamo = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(sdk), table));
-            (dynamo.clone(), dynamo)
+    let (store, ledger, task_store): (Arc<dyn HandleStore>, Arc<dyn RedemptionLedger>, Arc<dyn TaskStore>) =
+        match (&settings.table_name, sdk) {
+            (Some(table), Some(sdk)) => {
+                let dynamo = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(sdk), table));
+                (dynamo.clone(), dynamo.clone(), dynamo)
+            }
+            _ => (
+                Arc::new(InMemoryHandleStore::default()),
+                Arc::new(InMemoryLedger::default()),
+                Arc::new(InMemoryTaskStore::default()),
+            ),
+        };
+    let tasks = match (&settings.task_queue_url, sdk) {
+        (Some(url), Some(sdk)) => {
+            TaskBackend::new(task_store, Arc::new(SqsTaskQueue::new(aws_sdk_sqs::Client::new(sdk), url)), clock.clone())
         }
-        _ => (Arc::new(InMemoryHandleStore::default()), Arc::new(InMemoryLedger::default())),
+        _ => TaskBackend::in_process_with_store(task_store, clock.clone()),
     };
     Dependencies {
         request_states: RequestStates::new(sealer, ledger, clock.clone(), audience),
         handles: Handles::new(store, clock),
+        tasks,
     }
 }
 
@@ -65,16 +85,45 @@ where
     mcp_stateless::edge::logging::init(mode);
     let settings = AwsSettings::from_env();
     settings.check(mode).map_err(StartError::Config)?;
-    let uses_aws = settings.state_key_id.is_some() || settings.table_name.is_some();
+    let uses_aws = settings.state_key_id.is_some() || settings.table_name.is_some() || settings.task_queue_url.is_some();
     let sdk = if uses_aws { Some(sdk_config().await) } else { None };
     if mode == Mode::Local {
         tracing::info!(
             request_state = if settings.state_key_id.is_some() { "KMS" } else { "in-process key" },
             handles = if settings.table_name.is_some() { "DynamoDB" } else { "memory" },
+            task_worker = if settings.task_queue_url.is_some() { "SQS" } else { "in-process" },
             audience = settings.audience(),
             "dependencies"
         );
     }
     let deps = dependencies(&settings, sdk.as_ref(), Arc::new(SystemClock));
     mcp_stateless::serve(mode, deps, build_handler).await
+}
+
+/// The worker function's `main`: runs `tools` for tasks the queue delivers,
+/// as a Lambda SQS consumer or, locally, by polling the queues. Needs the
+/// table and the queue (`MCP_TABLE_NAME`, `MCP_TASK_QUEUE_URL`) in both.
+pub async fn run_worker(tools: TaskTools) -> Result<(), StartError> {
+    let mode = mcp_stateless::detect_mode();
+    mcp_stateless::edge::logging::init(mode);
+    let settings = AwsSettings::from_env();
+    let (Some(table), Some(queue_url)) = (&settings.table_name, &settings.task_queue_url) else {
+        return Err(StartError::Config(format!(
+            "the worker needs {} and {}",
+            settings::TABLE_NAME,
+            settings::TASK_QUEUE_URL
+        )));
+    };
+    let sdk = sdk_config().await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table));
+    let queue = Arc::new(SqsTaskQueue::new(sqs.clone(), queue_url));
+    let worker = TaskWorker::new(TaskBackend::new(store, queue, Arc::new(SystemClock)).with_tools(tools));
+    match mode {
+        Mode::Lambda => worker_entry::serve_lambda(worker, settings.dead_letter_queue_arn).await.map_err(StartError::Lambda),
+        Mode::Local => {
+            worker_entry::poll_queues(worker, sqs, queue_url.clone(), settings.dead_letter_queue_url).await;
+            Ok(())
+        }
+    }
 }

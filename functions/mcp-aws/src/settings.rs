@@ -7,6 +7,9 @@ use mcp_stateless::Mode;
 pub const STATE_KEY_ID: &str = "MCP_STATE_KEY_ID";
 pub const TABLE_NAME: &str = "MCP_TABLE_NAME";
 pub const AUDIENCE: &str = "MCP_AUDIENCE";
+pub const TASK_QUEUE_URL: &str = "MCP_TASK_QUEUE_URL";
+pub const TASK_DEAD_LETTER_QUEUE_URL: &str = "MCP_TASK_DEAD_LETTER_QUEUE_URL";
+pub const TASK_DEAD_LETTER_QUEUE_ARN: &str = "MCP_TASK_DEAD_LETTER_QUEUE_ARN";
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AwsSettings {
@@ -16,17 +19,30 @@ pub struct AwsSettings {
     pub table_name: Option<String>,
     /// This deployment (stack and stage). Unset: `local` (local only).
     pub audience: Option<String>,
+    /// SQS queue feeding the task worker. Unset: a worker in this process (local only).
+    pub task_queue_url: Option<String>,
+    /// Its dead-letter queue: the local worker polls it by URL; the worker
+    /// Lambda recognises its records by ARN.
+    pub dead_letter_queue_url: Option<String>,
+    pub dead_letter_queue_arn: Option<String>,
 }
 
 impl AwsSettings {
     pub fn from_env() -> Self {
         let var = |name| std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-        Self { state_key_id: var(STATE_KEY_ID), table_name: var(TABLE_NAME), audience: var(AUDIENCE) }
+        Self {
+            state_key_id: var(STATE_KEY_ID),
+            table_name: var(TABLE_NAME),
+            audience: var(AUDIENCE),
+            task_queue_url: var(TASK_QUEUE_URL),
+            dead_letter_queue_url: var(TASK_DEAD_LETTER_QUEUE_URL),
+            dead_letter_queue_arn: var(TASK_DEAD_LETTER_QUEUE_ARN),
+        }
     }
 
-    /// A Lambda must have all three: any instance serves any request, so
-    /// nothing may fall back to per-instance memory. Fails naming what is
-    /// missing.
+    /// A Lambda must have all four: any instance serves any request, so
+    /// nothing may fall back to per-instance memory (nor task work to a
+    /// process Lambda freezes after answering). Fails naming what is missing.
     pub fn check(&self, mode: Mode) -> Result<(), String> {
         if mode == Mode::Local {
             return Ok(());
@@ -35,6 +51,7 @@ impl AwsSettings {
             (STATE_KEY_ID, self.state_key_id.is_none()),
             (TABLE_NAME, self.table_name.is_none()),
             (AUDIENCE, self.audience.is_none()),
+            (TASK_QUEUE_URL, self.task_queue_url.is_none()),
         ]
         .into_iter()
         .filter_map(|(name, absent)| absent.then_some(name))
@@ -59,7 +76,7 @@ mod tests {
     fn lambda_names_every_missing_variable() {
         let half = AwsSettings { state_key_id: Some("alias/x".into()), ..Default::default() };
         let error = half.check(Mode::Lambda).unwrap_err();
-        assert!(error.contains(TABLE_NAME) && error.contains(AUDIENCE) && !error.contains(STATE_KEY_ID), "{error}");
+        assert!(error.contains(TABLE_NAME) && error.contains(AUDIENCE) && error.contains(TASK_QUEUE_URL) && !error.contains(STATE_KEY_ID), "{error}");
         assert!(half.check(Mode::Local).is_ok());
     }
 }

@@ -12,6 +12,11 @@ use std::{
 pub trait Clock: Send + Sync {
     /// Seconds since the Unix epoch.
     fn now(&self) -> u64;
+
+    /// Milliseconds since the Unix epoch, for task timestamps.
+    fn now_ms(&self) -> u64 {
+        self.now() * 1_000
+    }
 }
 
 pub struct SystemClock;
@@ -19,6 +24,10 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now(&self) -> u64 {
         SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    }
+
+    fn now_ms(&self) -> u64 {
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
     }
 }
 

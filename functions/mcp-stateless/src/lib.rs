@@ -8,6 +8,8 @@
 //! - [`sealed`]: `requestState` sealed for multi-round tool calls
 //!   (`RequestStates`), and single-use redemption;
 //! - [`handles`]: explicit, owner-bound, expiring handles (`Handles`);
+//! - [`tasks`]: tool calls that outlive one invocation (`Tasks`, the
+//!   worker, and the API a task tool is written against);
 //! - [`edge`]: one HTTP request in, one buffered response out (headers,
 //!   origin, `_meta`, errors, logs, protected resource metadata), and the
 //!   Lambda and local entry points;
@@ -23,6 +25,7 @@ pub mod protocol;
 pub mod random;
 pub mod sealed;
 pub mod storage;
+pub mod tasks;
 
 use std::sync::Arc;
 
@@ -42,12 +45,15 @@ use sealed::request_state::{EnvelopeSealer, InProcessKey};
 pub struct Dependencies {
     pub request_states: RequestStates,
     pub handles: Handles,
+    /// Task storage and dispatch; `tasks.with_tools(...)` gives the
+    /// request side for a function's task tools.
+    pub tasks: tasks::TaskBackend,
 }
 
 impl Dependencies {
     /// Zero-setup defaults: `requestState` sealed under a random in-process
-    /// key (see [`InProcessKey`] for what that does not give you), handles
-    /// and single-use records in memory.
+    /// key (see [`InProcessKey`] for what that does not give you), handles,
+    /// single-use records and tasks in memory, task work in this process.
     pub fn in_process() -> Self {
         Self::in_process_with_clock(Arc::new(SystemClock))
     }
@@ -57,7 +63,8 @@ impl Dependencies {
         let sealer = EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone());
         Self {
             request_states: RequestStates::new(Arc::new(sealer), Arc::new(InMemoryLedger::default()), clock.clone(), audience),
-            handles: Handles::new(Arc::new(InMemoryHandleStore::default()), clock),
+            handles: Handles::new(Arc::new(InMemoryHandleStore::default()), clock.clone()),
+            tasks: tasks::TaskBackend::in_process(clock),
         }
     }
 }

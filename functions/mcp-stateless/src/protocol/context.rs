@@ -20,7 +20,7 @@ pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 ///
 /// In Lambda this comes from the API Gateway JWT authorizer's claims; nothing
 /// the client writes in the body (such as `clientInfo`) can change it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Principal {
     /// No authorizer in front of the function, or no credentials.
     Anonymous,

@@ -155,7 +155,12 @@ pub enum ElicitationReply<'a> {
 
 /// Reads the answer to the input request named `key`.
 pub fn elicitation_reply<'a>(responses: &'a Option<InputResponses>, key: &str) -> ElicitationReply<'a> {
-    let Some(reply) = responses.as_ref().and_then(|r| r.get(key)) else {
+    read_elicitation(responses.as_ref().and_then(|r| r.get(key)))
+}
+
+/// Reads one elicitation result (or its absence).
+pub fn read_elicitation(reply: Option<&Value>) -> ElicitationReply<'_> {
+    let Some(reply) = reply else {
         return ElicitationReply::Missing;
     };
     match reply.get("action").and_then(Value::as_str) {

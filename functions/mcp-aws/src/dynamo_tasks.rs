@@ -1,0 +1,107 @@
+//! Task records in the same DynamoDB table as handles, under the handle key
+//! scheme (`handle#tsk#<sha256(owner, task id)>`). The record is one JSON
+//! string attribute beside the attributes conditions need (`owner`,
+//! `version`, `expires_at`, the TTL attribute) and `status` for operators.
+//!
+//! Round trips: create 1 (conditional put), read 1 (consistent get), every
+//! change 2 (consistent get + put conditioned on the version), one more only
+//! when a read finds the task expired, to delete it.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use futures::future::BoxFuture;
+use mcp_stateless::{
+    handles::HandleKey,
+    storage::StoreError,
+    tasks::{
+        record::TaskRecord,
+        store::{Replaced, TaskStore},
+    },
+};
+
+use crate::dynamo_handles::{DynamoStore, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, s, unavailable};
+
+const RECORD: &str = "task";
+
+fn status_name(record: &TaskRecord) -> String {
+    serde_json::to_value(record.status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+impl DynamoStore {
+    fn put_task(&self, key: &HandleKey, record: &TaskRecord) -> Result<aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder, StoreError> {
+        let json = serde_json::to_string(record).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        Ok(self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(PARTITION_KEY, s(&key.partition_key))
+            .item("owner", s(&record.owner))
+            .item("kind", s(key.kind))
+            .item("status", s(&status_name(record)))
+            .item("version", n(record.version))
+            .item(TTL_ATTRIBUTE, n(record.expires_at))
+            .item(RECORD, AttributeValue::S(json)))
+    }
+}
+
+impl TaskStore for DynamoStore {
+    fn create<'a>(&'a self, key: &'a HandleKey, record: &'a TaskRecord) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.put_task(key, record)?
+                .condition_expression("attribute_not_exists(pk)")
+                .send()
+                .await
+                .map_err(unavailable)?;
+            Ok(())
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+        Box::pin(async move {
+            let output = self
+                .client
+                .get_item()
+                .table_name(&self.table)
+                .key(PARTITION_KEY, s(&key.partition_key))
+                .consistent_read(true)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            let Some(item) = output.item.filter(|item| item.get("owner") == Some(&s(&key.owner))) else {
+                return Ok(None);
+            };
+            let Some(AttributeValue::S(json)) = item.get(RECORD) else {
+                return Err(StoreError::Corrupt("task record missing".into()));
+            };
+            let record: TaskRecord = serde_json::from_str(json).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            // DynamoDB's TTL deletes lazily, up to days late.
+            if record.expires_at <= now {
+                self.delete_expired(key, now).await?;
+                return Ok(None);
+            }
+            Ok(Some(record))
+        })
+    }
+
+    fn replace<'a>(
+        &'a self,
+        key: &'a HandleKey,
+        expected_version: u64,
+        record: &'a TaskRecord,
+    ) -> BoxFuture<'a, Result<Replaced, StoreError>> {
+        Box::pin(async move {
+            let result = self
+                .put_task(key, record)?
+                .condition_expression("#version = :expected AND #owner = :owner")
+                .expression_attribute_names("#version", "version")
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_values(":expected", n(expected_version))
+                .expression_attribute_values(":owner", s(&key.owner))
+                .send()
+                .await;
+            match result {
+                Ok(_) => Ok(Replaced::Done),
+                Err(error) => condition_failed(error, |_| None).map(|_| Replaced::Conflict),
+            }
+        })
+    }
+}

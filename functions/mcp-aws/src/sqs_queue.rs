@@ -1,0 +1,45 @@
+//! The task queue in SQS: the request function sends one message per
+//! runnable task; the worker function consumes it through an event source
+//! mapping (or, locally, `worker_entry::poll_queues`).
+
+use aws_sdk_sqs::Client;
+use futures::future::BoxFuture;
+use mcp_stateless::{
+    storage::StoreError,
+    tasks::queue::{TaskMessage, TaskQueue},
+};
+
+pub struct SqsTaskQueue {
+    client: Client,
+    queue_url: String,
+}
+
+impl SqsTaskQueue {
+    pub fn new(client: Client, queue_url: impl Into<String>) -> Self {
+        Self { client, queue_url: queue_url.into() }
+    }
+}
+
+impl TaskQueue for SqsTaskQueue {
+    fn enqueue<'a>(&'a self, message: &'a TaskMessage) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let body = serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            self.client.send_message().queue_url(&self.queue_url).message_body(body).send().await.map_err(|error| {
+                let detail = aws_sdk_sqs::error::DisplayErrorContext(&error).to_string();
+                tracing::error!(error = %detail, "SQS SendMessage failed");
+                StoreError::Unavailable("queue unavailable".into())
+            })?;
+            Ok(())
+        })
+    }
+}
+
+/// A Lambda deployed without `MCP_TASK_QUEUE_URL`: every task creation
+/// fails with -32603 and this in the log, instead of running nowhere.
+pub struct MissingQueue;
+
+impl TaskQueue for MissingQueue {
+    fn enqueue<'a>(&'a self, _message: &'a TaskMessage) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async { Err(StoreError::Unavailable("MCP_TASK_QUEUE_URL is not set".into())) })
+    }
+}

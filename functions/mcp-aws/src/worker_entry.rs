@@ -1,0 +1,147 @@
+//! The worker function's entry point: SQS events from the event source
+//! mapping in Lambda (partial batch responses: only the messages to retry
+//! are reported), or the same handling fed by polling the queues locally.
+//!
+//! The event types are the few fields read here, not `aws_lambda_events`:
+//! its `sqs` feature pulls in `serde_with` and two `jiff` versions, a
+//! compile-time cost out of proportion to five fields.
+
+use std::{collections::HashMap, time::Duration};
+
+use aws_sdk_sqs::{Client, types::MessageSystemAttributeName};
+use mcp_stateless::tasks::{Disposition, TaskWorker, queue::TaskMessage};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Default, Deserialize)]
+pub struct SqsEvent {
+    #[serde(rename = "Records", default)]
+    pub records: Vec<SqsRecord>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SqsRecord {
+    #[serde(rename = "messageId")]
+    pub message_id: String,
+    #[serde(default)]
+    pub body: String,
+    #[serde(default)]
+    pub attributes: HashMap<String, String>,
+    #[serde(rename = "eventSourceARN", default)]
+    pub event_source_arn: String,
+}
+
+/// `{"batchItemFailures": [{"itemIdentifier": id}]}`: the messages SQS
+/// should deliver again; the others are deleted.
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+pub struct SqsBatchResponse {
+    #[serde(rename = "batchItemFailures")]
+    pub batch_item_failures: Vec<BatchItemFailure>,
+}
+
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct BatchItemFailure {
+    #[serde(rename = "itemIdentifier")]
+    pub item_identifier: String,
+}
+
+/// Which queue a message came from decides what it means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Run the task.
+    TaskQueue,
+    /// SQS gave up on it: end the task `failed`.
+    DeadLetterQueue,
+}
+
+/// One message, whatever delivered it. An unreadable body is dropped:
+/// retrying it cannot help, and it names no task to fail.
+pub async fn handle_message(worker: &TaskWorker, source: Source, body: &str, receives: u32) -> Disposition {
+    let Ok(message) = serde_json::from_str::<TaskMessage>(body) else {
+        tracing::error!(bytes = body.len(), "unreadable task message dropped");
+        return Disposition::Done;
+    };
+    match source {
+        Source::TaskQueue => worker.process(&message).await,
+        Source::DeadLetterQueue => worker.dead_letter(&message, receives).await,
+    }
+}
+
+fn receives(attributes: &HashMap<String, String>) -> u32 {
+    attributes.get("ApproximateReceiveCount").and_then(|count| count.parse().ok()).unwrap_or(1)
+}
+
+/// A Lambda SQS event: each record in turn (the template sets batch size 1).
+pub async fn handle_sqs_event(worker: &TaskWorker, event: SqsEvent, dead_letter_arn: Option<&str>) -> SqsBatchResponse {
+    let mut response = SqsBatchResponse::default();
+    for record in event.records {
+        let source =
+            if dead_letter_arn == Some(record.event_source_arn.as_str()) { Source::DeadLetterQueue } else { Source::TaskQueue };
+        if handle_message(worker, source, &record.body, receives(&record.attributes)).await == Disposition::Retry {
+            response.batch_item_failures.push(BatchItemFailure { item_identifier: record.message_id });
+        }
+    }
+    response
+}
+
+pub async fn serve_lambda(worker: TaskWorker, dead_letter_arn: Option<String>) -> Result<(), lambda_http::Error> {
+    let dead_letter_arn = dead_letter_arn.as_deref();
+    lambda_http::lambda_runtime::run(lambda_http::service_fn(|event: lambda_http::LambdaEvent<SqsEvent>| {
+        let worker = worker.clone();
+        async move { Ok::<_, std::convert::Infallible>(handle_sqs_event(&worker, event.payload, dead_letter_arn).await) }
+    }))
+    .await
+}
+
+/// The local worker process: long-polls the task queue (and the
+/// dead-letter queue, when given) as the event source mapping would, runs
+/// each message in its own Tokio task, deletes what is done and leaves
+/// what should be retried for the visibility timeout to bring back.
+pub async fn poll_queues(worker: TaskWorker, client: Client, queue_url: String, dead_letter_url: Option<String>) {
+    let tasks = poll(worker.clone(), client.clone(), queue_url, Source::TaskQueue);
+    match dead_letter_url {
+        Some(url) => {
+            tokio::join!(tasks, poll(worker, client, url, Source::DeadLetterQueue));
+        }
+        None => tasks.await,
+    }
+}
+
+async fn poll(worker: TaskWorker, client: Client, queue_url: String, source: Source) {
+    tracing::info!(queue = %queue_url, ?source, "polling");
+    loop {
+        let received = client
+            .receive_message()
+            .queue_url(&queue_url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+            .send()
+            .await;
+        let messages = match received {
+            Ok(output) => output.messages.unwrap_or_default(),
+            Err(error) => {
+                tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&error), "ReceiveMessage failed");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        for message in messages {
+            let (worker, client, queue_url) = (worker.clone(), client.clone(), queue_url.clone());
+            tokio::spawn(async move {
+                let count = message
+                    .attributes
+                    .as_ref()
+                    .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or(1);
+                let body = message.body.unwrap_or_default();
+                if handle_message(&worker, source, &body, count).await == Disposition::Done
+                    && let Some(receipt) = message.receipt_handle
+                    && let Err(error) = client.delete_message().queue_url(&queue_url).receipt_handle(receipt).send().await
+                {
+                    tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&error), "DeleteMessage failed");
+                }
+            });
+        }
+    }
+}

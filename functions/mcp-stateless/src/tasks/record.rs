@@ -1,0 +1,190 @@
+//! One task as stored: everything any instance needs to answer `tasks/*`
+//! for it and everything a worker needs to run it, in one item.
+//!
+//! The status only moves forward (tasks.md, "Task Status"): `working` and
+//! `input_required` alternate, and the first terminal status written wins.
+//! Every write is a compare-and-set on `version`, so of a cancel and a
+//! completion racing, exactly one lands.
+
+use std::time::Duration;
+
+use rmcp::model::{CreateTaskResult, DetailedTask, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::{
+    handles::{HandleKey, HandleKind},
+    protocol::context::{CallContext, Principal},
+};
+
+/// Task ids are handles: `tsk_` + 128 random bits, stored under a key
+/// derived from the owner and the id (see [`HandleKey`]).
+pub const TASK_KIND: HandleKind = HandleKind {
+    prefix: "tsk",
+    noun: "task",
+    created_by: "a task-capable tool",
+    idle_ttl: Duration::from_secs(3_600),
+    max_data_bytes: MAX_RECORD_BYTES,
+};
+
+/// The serialized record's bound, under DynamoDB's 400 KB item limit with
+/// room for the key and attributes beside it.
+pub const MAX_RECORD_BYTES: usize = 350_000;
+
+/// Which worker holds a task, and until when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lease {
+    pub holder: String,
+    pub until_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub task_id: String,
+    /// [`Principal::binding_id`] of the caller that created it.
+    pub owner: String,
+    pub principal: Principal,
+    pub tool: String,
+    pub arguments: Value,
+    pub protocol_version: String,
+    pub client_capabilities: Map<String, Value>,
+    pub status: TaskStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<JsonObject>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<JsonObject>,
+    /// Outstanding input requests only: answered keys leave this map.
+    #[serde(default)]
+    pub input_requests: Map<String, Value>,
+    /// Every answer received over the task's life, by key.
+    #[serde(default)]
+    pub input_responses: Map<String, Value>,
+    /// What the tool asked to get back when it resumes after input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuation: Option<Value>,
+    pub created_at_ms: u64,
+    pub updated_at_ms: u64,
+    pub ttl_ms: u64,
+    pub poll_interval_ms: u64,
+    /// Epoch seconds: `created + ttl`, never extended; the table's TTL.
+    pub expires_at: u64,
+    pub version: u64,
+    /// Worker runs started, including the current one.
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Lease>,
+    /// Set while the task waits for a worker to pick it up (after creation
+    /// or after its input arrived); a task that waits too long has lost its
+    /// queue message and is failed rather than left `working` forever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runnable_since_ms: Option<u64>,
+}
+
+impl TaskRecord {
+    /// The context the tool sees when it runs: the creating request's.
+    pub fn call_context(&self) -> CallContext {
+        CallContext {
+            protocol_version: self.protocol_version.clone(),
+            client_capabilities: self.client_capabilities.clone(),
+            client_info: None,
+            traceparent: None,
+            principal: self.principal.clone(),
+        }
+    }
+
+    pub fn key(&self) -> HandleKey {
+        HandleKey::new(&self.principal, &TASK_KIND, &self.task_id)
+    }
+
+    pub fn is_terminal(&self) -> bool {
+        self.status.is_terminal()
+    }
+
+    /// Ends the task. The caller checks it is not terminal already.
+    pub fn finish(&mut self, status: TaskStatus, message: Option<String>) {
+        self.status = status;
+        self.status_message = message;
+        self.input_requests.clear();
+        self.continuation = None;
+        self.lease = None;
+        self.runnable_since_ms = None;
+    }
+
+    pub fn fail(&mut self, code: i32, message: &str) {
+        let mut error = JsonObject::new();
+        error.insert("code".into(), code.into());
+        error.insert("message".into(), message.into());
+        self.finish(TaskStatus::Failed, Some(message.to_owned()));
+        self.error = Some(error);
+    }
+
+    pub fn encoded_len(&self) -> usize {
+        serde_json::to_vec(self).map_or(usize::MAX, |bytes| bytes.len())
+    }
+
+    fn task(&self) -> Task {
+        let mut task = Task::new(&self.task_id, self.status, iso8601(self.created_at_ms), iso8601(self.updated_at_ms))
+            .with_ttl_ms(self.ttl_ms)
+            .with_poll_interval_ms(self.poll_interval_ms);
+        task.status_message = self.status_message.clone();
+        task
+    }
+
+    pub fn create_result(&self) -> CreateTaskResult {
+        CreateTaskResult::new(self.task())
+    }
+
+    /// The `tasks/get` answer: the task with its status's payload inlined.
+    pub fn get_result(&self) -> GetTaskResult {
+        let payload = match self.status {
+            TaskStatus::InputRequired => match serde_json::from_value(Value::Object(self.input_requests.clone())) {
+                Ok(input_requests) => TaskPayload::InputRequired { input_requests },
+                Err(_) => TaskPayload::Working,
+            },
+            TaskStatus::Completed => TaskPayload::Completed { result: self.result.clone().unwrap_or_default() },
+            TaskStatus::Failed => TaskPayload::Failed { error: self.error.clone().unwrap_or_default() },
+            TaskStatus::Cancelled => TaskPayload::Cancelled,
+            _ => TaskPayload::Working,
+        };
+        GetTaskResult::new(DetailedTask::new(self.task(), payload))
+    }
+}
+
+/// `2026-11-30T10:35:35.123Z` from epoch milliseconds (UTC, proleptic
+/// Gregorian; the days-to-civil conversion of Howard Hinnant's `date`).
+pub fn iso8601(epoch_ms: u64) -> String {
+    let secs = epoch_ms / 1_000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600,
+        rem % 3_600 / 60,
+        rem % 60,
+        epoch_ms % 1_000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso8601_matches_known_instants() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(iso8601(1_796_034_935_123), "2026-11-30T10:35:35.123Z");
+    }
+}

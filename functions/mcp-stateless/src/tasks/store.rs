@@ -1,0 +1,142 @@
+//! Where task records live: the port, the in-memory store for `cargo run`
+//! and unit tests, and [`transition`], the one compare-and-set loop every
+//! status change goes through.
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use super::record::{MAX_RECORD_BYTES, TaskRecord};
+use crate::{clock::Clock, handles::HandleKey, random, storage::StoreError};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Replaced {
+    Done,
+    /// The version moved on (another writer won) or the item is gone.
+    Conflict,
+}
+
+/// The port. Reads are strongly consistent: a `CreateTaskResult` is sent
+/// only once `tasks/get` for it resolves (tasks.md, "Task Creation").
+pub trait TaskStore: Send + Sync {
+    /// Writes a new record; never overwrites.
+    fn create<'a>(&'a self, key: &'a HandleKey, record: &'a TaskRecord) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// The owner's live record. An expired one is deleted and reported
+    /// missing: expired, unknown and somebody else's look the same.
+    fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>>;
+
+    /// Writes `record` if the stored version is still `expected_version`.
+    fn replace<'a>(
+        &'a self,
+        key: &'a HandleKey,
+        expected_version: u64,
+        record: &'a TaskRecord,
+    ) -> BoxFuture<'a, Result<Replaced, StoreError>>;
+}
+
+/// What a transition decided after looking at the current record.
+pub enum Decision {
+    Write,
+    /// Leave the record as it is (already terminal, nothing to change).
+    Keep,
+}
+
+const MAX_ATTEMPTS: u32 = 6;
+const BACKOFF_START: Duration = Duration::from_millis(5);
+
+/// Reads the record, lets `change` edit it, and writes it back if the
+/// version did not move; retried with jittered backoff (no sleep after the
+/// last attempt). Answers the record as it now stands, or `None` when the
+/// task is unknown or expired. A record that would outgrow the item limit
+/// is written as failed instead, so nothing is half-written.
+pub async fn transition(
+    store: &dyn TaskStore,
+    clock: &dyn Clock,
+    key: &HandleKey,
+    mut change: impl FnMut(&mut TaskRecord) -> Decision,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let mut backoff = BACKOFF_START;
+    for attempt in 1..=MAX_ATTEMPTS {
+        let Some(mut record) = store.get(key, clock.now()).await? else { return Ok(None) };
+        let expected = record.version;
+        if let Decision::Keep = change(&mut record) {
+            return Ok(Some(record));
+        }
+        record.version = expected + 1;
+        record.updated_at_ms = clock.now_ms().max(record.updated_at_ms);
+        if record.encoded_len() > MAX_RECORD_BYTES {
+            let message = format!("the task's state outgrew its {MAX_RECORD_BYTES}-byte storage limit");
+            record.result = None;
+            record.input_responses.clear();
+            record.fail(rmcp::model::ErrorCode::INTERNAL_ERROR.0, &message);
+        }
+        match store.replace(key, expected, &record).await? {
+            Replaced::Done => return Ok(Some(record)),
+            Replaced::Conflict if attempt < MAX_ATTEMPTS => {
+                let jitter = u64::from(random::bytes::<1>()[0]) * backoff.as_millis() as u64 / 255;
+                tokio::time::sleep(backoff + Duration::from_millis(jitter)).await;
+                backoff *= 2;
+            }
+            Replaced::Conflict => {}
+        }
+    }
+    Err(StoreError::Unavailable("task record kept changing under concurrent writers".into()))
+}
+
+pub mod memory {
+    //! The zero-setup store: one map, lost when the process ends.
+
+    use std::{collections::HashMap, sync::Mutex};
+
+    use super::*;
+
+    #[derive(Default)]
+    pub struct InMemoryTaskStore {
+        items: Mutex<HashMap<String, TaskRecord>>,
+    }
+
+    impl InMemoryTaskStore {
+        fn with_items<T>(&self, f: impl FnOnce(&mut HashMap<String, TaskRecord>) -> T) -> Result<T, StoreError> {
+            let mut items = self.items.lock().map_err(|_| StoreError::Unavailable("store lock poisoned".into()))?;
+            Ok(f(&mut items))
+        }
+    }
+
+    impl TaskStore for InMemoryTaskStore {
+        fn create<'a>(&'a self, key: &'a HandleKey, record: &'a TaskRecord) -> BoxFuture<'a, Result<(), StoreError>> {
+            let outcome = self.with_items(|items| {
+                items.entry(key.partition_key.clone()).or_insert_with(|| record.clone());
+            });
+            Box::pin(async move { outcome })
+        }
+
+        fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+            let outcome = self.with_items(|items| match items.get(&key.partition_key) {
+                Some(record) if record.owner != key.owner => None,
+                Some(record) if record.expires_at <= now => {
+                    items.remove(&key.partition_key);
+                    None
+                }
+                other => other.cloned(),
+            });
+            Box::pin(async move { outcome })
+        }
+
+        fn replace<'a>(
+            &'a self,
+            key: &'a HandleKey,
+            expected_version: u64,
+            record: &'a TaskRecord,
+        ) -> BoxFuture<'a, Result<Replaced, StoreError>> {
+            let outcome = self.with_items(|items| match items.get_mut(&key.partition_key) {
+                Some(stored) if stored.owner == key.owner && stored.version == expected_version => {
+                    *stored = record.clone();
+                    Replaced::Done
+                }
+                _ => Replaced::Conflict,
+            });
+            Box::pin(async move { outcome })
+        }
+    }
+}

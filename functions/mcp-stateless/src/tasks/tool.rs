@@ -1,0 +1,220 @@
+//! The tool-author API: a task tool is an async function of its typed
+//! arguments and a [`TaskRun`], returning a [`TaskStep`]. The same function
+//! runs inline (a client without the tasks extension), in the in-process
+//! worker of `cargo run`, and in the worker Lambda function.
+//!
+//! A function that needs input returns [`TaskStep::NeedInput`] with the
+//! requests and a continuation; it is called again, from the start, once
+//! every request is answered, with the answers and the continuation in its
+//! [`TaskRun`]. Nothing waits in memory for a user who may take a day.
+
+use std::{collections::BTreeMap, future::Future, sync::Arc};
+
+use futures::future::BoxFuture;
+use rmcp::{
+    ErrorData,
+    handler::server::common::schema_for_input,
+    model::{CallToolResult, InputRequest, Tool},
+};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+
+use crate::{
+    protocol::context::CallContext,
+    sealed::mrtr::{ElicitationReply, read_elicitation},
+};
+
+/// Whether a client without the tasks extension can call the tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Runs inline, to completion, for clients that did not declare tasks.
+    Optional,
+    /// Refused with -32021 for clients that did not declare tasks.
+    Required,
+}
+
+/// What one run of a task function produced.
+#[derive(Debug)]
+pub enum TaskStep {
+    /// The tool's result (`isError` results included: the task is `completed`).
+    Complete(CallToolResult),
+    /// Park in `input_required` until every request is answered, then run
+    /// again with the answers and `continuation`. Keys must be new for the
+    /// task: a key is never reused once answered (tasks.md, "Task Update Requests").
+    NeedInput { requests: BTreeMap<String, InputRequest>, continuation: Value },
+}
+
+impl TaskStep {
+    /// Park for the answers to `requests`, resuming with `continuation`.
+    pub fn ask<K: Into<String>>(requests: impl IntoIterator<Item = (K, InputRequest)>, continuation: Value) -> Self {
+        Self::NeedInput { requests: requests.into_iter().map(|(k, v)| (k.into(), v)).collect(), continuation }
+    }
+
+    /// A text result.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Complete(CallToolResult::success(vec![rmcp::model::ContentBlock::text(text.into())]))
+    }
+}
+
+impl From<CallToolResult> for TaskStep {
+    fn from(result: CallToolResult) -> Self {
+        Self::Complete(result)
+    }
+}
+
+/// What a running task function can see and do.
+pub struct TaskRun {
+    task_id: Option<String>,
+    call: CallContext,
+    responses: Map<String, Value>,
+    continuation: Option<Value>,
+    status: watch::Sender<Option<String>>,
+    cancelled: watch::Receiver<bool>,
+}
+
+impl TaskRun {
+    /// A run and the two channels its driver watches: status messages out,
+    /// cancellation in.
+    pub fn new(
+        task_id: Option<String>,
+        call: CallContext,
+        responses: Map<String, Value>,
+        continuation: Option<Value>,
+    ) -> (Self, watch::Receiver<Option<String>>, watch::Sender<bool>) {
+        let (status, status_updates) = watch::channel(None);
+        let (cancel, cancelled) = watch::channel(false);
+        (Self { task_id, call, responses, continuation, status, cancelled }, status_updates, cancel)
+    }
+
+    /// `None` when running inline for a client without the tasks extension.
+    pub fn task_id(&self) -> Option<&str> {
+        self.task_id.as_deref()
+    }
+
+    /// The request that created the task: its caller (verified principal),
+    /// protocol version and declared capabilities.
+    pub fn caller(&self) -> &CallContext {
+        &self.call
+    }
+
+    /// Sets the task's `statusMessage` (progress for the client). Writes are
+    /// coalesced: only the latest message is stored, about once a second.
+    pub fn set_status(&self, message: impl Into<String>) {
+        self.status.send_replace(Some(message.into()));
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        *self.cancelled.borrow()
+    }
+
+    /// Resolves once the client cancels the task; never, inline.
+    pub async fn cancelled(&self) {
+        let mut cancelled = self.cancelled.clone();
+        if cancelled.wait_for(|cancelled| *cancelled).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// The answer to input request `key`, once given (elicitation results
+    /// are `{action, content}` objects).
+    pub fn response(&self, key: &str) -> Option<&Value> {
+        self.responses.get(key)
+    }
+
+    /// The answer to the form elicitation asked under `key`.
+    pub fn elicitation(&self, key: &str) -> ElicitationReply<'_> {
+        read_elicitation(self.responses.get(key))
+    }
+
+    /// What the previous run handed over in [`TaskStep::NeedInput`].
+    pub fn continuation<T: DeserializeOwned>(&self) -> Option<T> {
+        self.continuation.clone().and_then(|value| serde_json::from_value(value).ok())
+    }
+}
+
+type TaskFn = Arc<dyn Fn(Value, TaskRun) -> BoxFuture<'static, Result<TaskStep, ErrorData>> + Send + Sync>;
+
+/// One task tool: its definition for `tools/list` and its function.
+#[derive(Clone)]
+pub struct TaskTool {
+    pub(crate) tool: Tool,
+    pub(crate) support: TaskSupport,
+    /// Listed tools get a route; unlisted ones are started by another tool
+    /// (after a multi-round exchange, for example) through `Tasks::start`.
+    pub(crate) listed: bool,
+    pub(crate) check: fn(&Value) -> Result<(), String>,
+    pub(crate) run: TaskFn,
+}
+
+fn check_as<A: DeserializeOwned>(arguments: &Value) -> Result<(), String> {
+    A::deserialize(arguments).map(|_| ()).map_err(|error| error.to_string())
+}
+
+impl TaskTool {
+    /// A listed task tool whose input schema is derived from `A`.
+    pub fn new<A, F, Fut>(name: &'static str, description: &'static str, support: TaskSupport, function: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(A, TaskRun) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<TaskStep, ErrorData>> + Send + 'static,
+    {
+        let schema = schema_for_input::<A>().unwrap_or_else(|error| panic!("input schema of task tool {name}: {error}"));
+        let function = Arc::new(function);
+        let run: TaskFn = Arc::new(move |arguments, run| {
+            let function = function.clone();
+            Box::pin(async move {
+                let arguments = A::deserialize(arguments).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+                function(arguments, run).await
+            })
+        });
+        Self { tool: Tool::new(name, description, schema), support, listed: true, check: check_as::<A>, run }
+    }
+
+    /// Not in `tools/list`: only started by another tool.
+    pub fn unlisted(mut self) -> Self {
+        self.listed = false;
+        self
+    }
+
+    pub fn name(&self) -> &str {
+        &self.tool.name
+    }
+}
+
+/// The task tools a function serves, by name. The request function and the
+/// worker function are built from the same set.
+#[derive(Clone, Default)]
+pub struct TaskTools {
+    tools: BTreeMap<String, TaskTool>,
+}
+
+impl TaskTools {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with(mut self, tool: TaskTool) -> Self {
+        self.tools.insert(tool.name().to_owned(), tool);
+        self
+    }
+
+    /// Adds every tool of `other` (one set per tools file, merged in one place).
+    pub fn merge(mut self, other: TaskTools) -> Self {
+        self.tools.extend(other.tools);
+        self
+    }
+
+    pub fn get(&self, name: &str) -> Option<&TaskTool> {
+        self.tools.get(name)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &TaskTool> {
+        self.tools.values()
+    }
+}

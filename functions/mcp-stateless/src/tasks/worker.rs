@@ -1,0 +1,311 @@
+//! The worker: one queue message in, one run of the task's function, its
+//! outcome written. What a queue does to it is designed for:
+//! - a message delivered twice: the second finds the task leased by the
+//!   first (or finished) and does nothing; only one outcome is written;
+//! - a worker that dies mid-run: its lease lapses, the message comes back
+//!   after the visibility timeout, and the next worker takes the task over;
+//! - a run that keeps failing (a panic, a store outage): the message is
+//!   left for redelivery until the queue moves it to the dead-letter queue,
+//!   whose handler ([`TaskWorker::dead_letter`]) ends the task `failed`;
+//! - a cancel: the task is already `cancelled` in the store; the heartbeat
+//!   sees it within one beat and signals the function, which is dropped if
+//!   it does not stop within [`CANCEL_GRACE`].
+
+use std::{collections::BTreeMap, time::Duration};
+
+use rmcp::model::{ErrorCode, ErrorData, InputRequest, JsonObject, TaskStatus};
+use serde_json::{Map, Value};
+use tokio::{sync::mpsc, time::Instant};
+
+use super::{
+    queue::TaskMessage,
+    record::{Lease, TaskRecord},
+    service::Tasks,
+    store::{Decision, transition},
+    tool::{TaskRun, TaskStep},
+};
+use crate::{handles::HandleKey, protocol::capability_guard::missing_capabilities, random, storage::StoreError};
+
+/// How long a cancelled function may take to return before it is dropped.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+/// What to tell the queue about a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    /// Delete it: the task has an outcome, or needs nothing from this message.
+    Done,
+    /// Leave it: it comes back after the visibility timeout.
+    Retry,
+}
+
+/// How the function's run ended.
+enum RunEnd {
+    Step(Result<TaskStep, ErrorData>),
+    /// The task was cancelled (or vanished) and the function was dropped.
+    Stopped,
+    Panicked,
+}
+
+#[derive(Clone)]
+pub struct TaskWorker {
+    tasks: Tasks,
+}
+
+impl TaskWorker {
+    pub fn new(tasks: Tasks) -> Self {
+        Self { tasks }
+    }
+
+    /// Runs the task a message points at, if it is runnable and not leased
+    /// by another worker.
+    pub async fn process(&self, message: &TaskMessage) -> Disposition {
+        let key = message.key();
+        let holder = hex(&random::bytes::<8>());
+        let record = match self.claim(&key, &holder).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return Disposition::Done,
+            Err(error) => {
+                tracing::error!(%error, "could not claim a task");
+                return Disposition::Retry;
+            }
+        };
+        let Some(tool) = self.tasks.tools.get(&record.tool).cloned() else {
+            // A deployment whose worker lacks a tool its server has.
+            let message = format!("This worker has no task tool named {}.", record.tool);
+            return self.settle(&key, &holder, RunEnd::Step(Err(ErrorData::internal_error(message, None)))).await;
+        };
+        let (run, status, cancel) = TaskRun::new(
+            Some(record.task_id.clone()),
+            record.call_context(),
+            record.input_responses.clone(),
+            record.continuation.clone(),
+        );
+        tracing::info!(task = %record.task_id, tool = %record.tool, attempt = record.attempts, "task run started");
+        let function = tokio::spawn((tool.run)(record.arguments.clone(), run));
+        let end = self.watch(&key, &holder, function, status, cancel).await;
+        self.settle(&key, &holder, end).await
+    }
+
+    /// Takes the lease on a runnable task. `None`: nothing to run here.
+    async fn claim(&self, key: &HandleKey, holder: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let now_ms = self.tasks.clock.now_ms();
+        let lease = self.tasks.policy.lease.as_millis() as u64;
+        let record = transition(&*self.tasks.store, &*self.tasks.clock, key, |record| {
+            let leased_elsewhere = record.lease.as_ref().is_some_and(|l| l.holder != holder && l.until_ms > now_ms);
+            if record.status != TaskStatus::Working || leased_elsewhere {
+                return Decision::Keep;
+            }
+            record.lease = Some(Lease { holder: holder.to_owned(), until_ms: now_ms + lease });
+            record.attempts += 1;
+            record.runnable_since_ms = None;
+            Decision::Write
+        })
+        .await?;
+        Ok(record.filter(|record| holds(record, holder) && record.status == TaskStatus::Working))
+    }
+
+    /// Beats until the function ends: stores its latest status message,
+    /// renews the lease, and stops the function if the task was cancelled.
+    async fn watch(
+        &self,
+        key: &HandleKey,
+        holder: &str,
+        mut function: tokio::task::JoinHandle<Result<TaskStep, ErrorData>>,
+        mut status: tokio::sync::watch::Receiver<Option<String>>,
+        cancel: tokio::sync::watch::Sender<bool>,
+    ) -> RunEnd {
+        let policy = &self.tasks.policy;
+        let mut beat = tokio::time::interval(policy.heartbeat);
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut stop_by: Option<Instant> = None;
+        loop {
+            tokio::select! {
+                joined = &mut function => {
+                    return match joined {
+                        Ok(step) => RunEnd::Step(step),
+                        Err(error) if error.is_panic() => RunEnd::Panicked,
+                        Err(_) => RunEnd::Stopped,
+                    };
+                }
+                _ = beat.tick() => {}
+            }
+            if stop_by.is_some_and(|deadline| Instant::now() >= deadline) {
+                function.abort();
+                return RunEnd::Stopped;
+            }
+            let message = status.has_changed().unwrap_or(false).then(|| status.borrow_and_update().clone()).flatten();
+            match self.beat(key, holder, message).await {
+                Ok(true) => {}
+                Ok(false) if stop_by.is_none() => {
+                    tracing::info!("task cancelled or gone: stopping its function");
+                    cancel.send_replace(true);
+                    stop_by = Some(Instant::now() + CANCEL_GRACE);
+                }
+                Ok(false) => {}
+                // A store hiccup: keep running; the next beat tries again.
+                Err(error) => tracing::warn!(%error, "task heartbeat failed"),
+            }
+        }
+    }
+
+    /// One heartbeat. `false` when this worker should stop: the task is
+    /// terminal (cancelled), expired, or leased to somebody else.
+    async fn beat(&self, key: &HandleKey, holder: &str, message: Option<String>) -> Result<bool, StoreError> {
+        let now_ms = self.tasks.clock.now_ms();
+        let lease = self.tasks.policy.lease.as_millis() as u64;
+        let record = transition(&*self.tasks.store, &*self.tasks.clock, key, |record| {
+            if record.is_terminal() || !holds(record, holder) {
+                return Decision::Keep;
+            }
+            let renew = record.lease.as_ref().is_some_and(|l| l.until_ms < now_ms + lease * 2 / 3);
+            if message.is_none() && !renew {
+                return Decision::Keep;
+            }
+            if let Some(message) = &message {
+                record.status_message = Some(message.clone());
+            }
+            record.lease = Some(Lease { holder: holder.to_owned(), until_ms: now_ms + lease });
+            Decision::Write
+        })
+        .await?;
+        Ok(record.is_some_and(|record| !record.is_terminal() && holds(&record, holder)))
+    }
+
+    /// Writes the run's outcome, if this worker still holds the task.
+    async fn settle(&self, key: &HandleKey, holder: &str, end: RunEnd) -> Disposition {
+        let step = match end {
+            RunEnd::Step(step) => step,
+            RunEnd::Stopped => return Disposition::Done,
+            RunEnd::Panicked => {
+                tracing::error!("task function panicked; leaving the message for a retry");
+                self.release(key, holder).await;
+                return Disposition::Retry;
+            }
+        };
+        let written = transition(&*self.tasks.store, &*self.tasks.clock, key, |record| {
+            if record.is_terminal() || !holds(record, holder) {
+                return Decision::Keep;
+            }
+            apply(record, &step);
+            Decision::Write
+        })
+        .await;
+        match written {
+            Ok(_) => Disposition::Done,
+            Err(error) => {
+                tracing::error!(%error, "could not store a task's outcome; leaving the message for a retry");
+                Disposition::Retry
+            }
+        }
+    }
+
+    /// Gives the lease up so a retry need not wait for it to lapse.
+    async fn release(&self, key: &HandleKey, holder: &str) {
+        let released = transition(&*self.tasks.store, &*self.tasks.clock, key, |record| {
+            if !holds(record, holder) {
+                return Decision::Keep;
+            }
+            record.lease = None;
+            Decision::Write
+        })
+        .await;
+        if let Err(error) = released {
+            tracing::warn!(%error, "could not release a task lease");
+        }
+    }
+
+    /// A message the queue gave up on (`receives` deliveries): the task
+    /// ends `failed`, unless it already ended.
+    pub async fn dead_letter(&self, message: &TaskMessage, receives: u32) -> Disposition {
+        let text = format!("The task failed: its worker did not finish it after {receives} attempt(s).");
+        let failed = transition(&*self.tasks.store, &*self.tasks.clock, &message.key(), |record| {
+            if record.is_terminal() {
+                return Decision::Keep;
+            }
+            record.fail(ErrorCode::INTERNAL_ERROR.0, &text);
+            Decision::Write
+        })
+        .await;
+        match failed {
+            Ok(_) => Disposition::Done,
+            Err(error) => {
+                tracing::error!(%error, "could not fail a dead-lettered task");
+                Disposition::Retry
+            }
+        }
+    }
+}
+
+fn holds(record: &TaskRecord, holder: &str) -> bool {
+    record.lease.as_ref().is_some_and(|lease| lease.holder == holder)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn object(value: impl serde::Serialize) -> JsonObject {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(object)) => object,
+        _ => JsonObject::new(),
+    }
+}
+
+/// The record after a run's step (tasks.md, "Task Execution Errors"): a
+/// result, `isError` or not, is `completed`; a JSON-RPC error is `failed`.
+fn apply(record: &mut TaskRecord, step: &Result<TaskStep, ErrorData>) {
+    match step {
+        Ok(TaskStep::Complete(result)) => {
+            record.finish(TaskStatus::Completed, None);
+            record.result = Some(object(result));
+        }
+        Ok(TaskStep::NeedInput { requests, continuation }) => park(record, requests, continuation),
+        Err(error) => {
+            record.finish(TaskStatus::Failed, Some(error.message.to_string()));
+            record.error = Some(object(error));
+        }
+    }
+}
+
+fn park(record: &mut TaskRecord, requests: &BTreeMap<String, InputRequest>, continuation: &Value) {
+    let requests: Map<String, Value> = object(requests);
+    if requests.is_empty() || requests.keys().any(|key| record.input_responses.contains_key(key)) {
+        // A tool bug: keys are never reused over a task's life.
+        record.fail(ErrorCode::INTERNAL_ERROR.0, "The task asked for input under a key it had used before.");
+        return;
+    }
+    if let Some(required) = missing_capabilities(&record.client_capabilities, &requests) {
+        let error = ErrorData::new(
+            ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            "Missing required client capability",
+            Some(serde_json::json!({"requiredCapabilities": required})),
+        );
+        record.finish(TaskStatus::Failed, Some(error.message.to_string()));
+        record.error = Some(object(error));
+        return;
+    }
+    record.status = TaskStatus::InputRequired;
+    record.status_message = Some("Waiting for input.".into());
+    record.input_requests = requests;
+    record.continuation = Some(continuation.clone());
+    record.lease = None;
+}
+
+/// `cargo run`'s worker: drains the in-process queue, each message in its
+/// own Tokio task, retried twice before it counts as dead-lettered.
+pub async fn run_in_process(worker: TaskWorker, mut messages: mpsc::UnboundedReceiver<TaskMessage>) {
+    while let Some(message) = messages.recv().await {
+        let worker = worker.clone();
+        tokio::spawn(async move {
+            for attempt in 1..=3 {
+                if worker.process(&message).await == Disposition::Done {
+                    return;
+                }
+                if attempt < 3 {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+            worker.dead_letter(&message, 3).await;
+        });
+    }
+}
