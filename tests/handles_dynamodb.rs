@@ -144,7 +144,8 @@ async fn dynamodb_down_is_an_internal_error_and_bad_handles_never_reach_it() {
             clock.clone(),
             "e2e",
         ),
-        handles: Handles::new(store, clock),
+        handles: Handles::new(store, clock.clone()),
+        tasks: mcp_stateless::tasks::TaskBackend::in_process(clock),
     };
     let addr = start_starter_with(deps).await;
     let created = call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await;

@@ -74,7 +74,12 @@ pub async fn fresh_key(sdk: &aws_config::SdkConfig) -> String {
 }
 
 pub fn settings(key: &str, table: &str, audience: &str) -> AwsSettings {
-    AwsSettings { state_key_id: Some(key.into()), table_name: Some(table.into()), audience: Some(audience.into()) }
+    AwsSettings {
+        state_key_id: Some(key.into()),
+        table_name: Some(table.into()),
+        audience: Some(audience.into()),
+        ..Default::default()
+    }
 }
 
 /// An independently built server instance: its own SDK clients, key cache
@@ -134,7 +139,8 @@ pub async fn deps_with_kms_at(kms_endpoint: &str, key: &str, table: &str, audien
             clock.clone(),
             audience,
         ),
-        handles: Handles::new(store, clock),
+        handles: Handles::new(store.clone(), clock.clone()),
+        tasks: mcp_stateless::tasks::TaskBackend::in_process_with_store(store, clock),
     }
 }
 

@@ -6,13 +6,14 @@ pub mod tools;
 use std::borrow::Cow;
 
 use rmcp::{
-    ServerHandler,
+    ErrorData, RoleServer, ServerHandler,
     handler::server::router::tool::ToolRouter,
-    model::{ProtocolVersion, ServerCapabilities, ServerConfig},
+    model::{CancelTaskParams, GetTaskParams, GetTaskResult, ProtocolVersion, ServerCapabilities, ServerConfig, UpdateTaskParams},
+    service::RequestContext,
     tool_handler,
 };
 
-use mcp_stateless::{Dependencies, Handles, RequestStates};
+use mcp_stateless::{CallContext, Dependencies, Handles, RequestStates, tasks::Tasks};
 
 #[derive(Clone)]
 pub struct StarterServer {
@@ -20,12 +21,16 @@ pub struct StarterServer {
     request_states: RequestStates,
     /// Explicit handles (DynamoDB in Lambda).
     handles: Handles,
+    /// Tool calls that outlive a request (DynamoDB + SQS + worker in Lambda).
+    tasks: Tasks,
     tool_router: ToolRouter<Self>,
 }
 
 impl StarterServer {
     pub fn new(deps: Dependencies) -> Self {
-        Self { request_states: deps.request_states, handles: deps.handles, tool_router: tools::all() }
+        let tasks = deps.tasks.with_tools(tools::task_tools());
+        let tool_router = tools::all() + tasks.router();
+        Self { request_states: deps.request_states, handles: deps.handles, tasks, tool_router }
     }
 }
 
@@ -35,11 +40,23 @@ impl ServerHandler for StarterServer {
         mcp_stateless::protocol::server_info(
             env!("CARGO_PKG_NAME"),
             env!("CARGO_PKG_VERSION"),
-            ServerCapabilities::builder().enable_tools().build(),
+            ServerCapabilities::builder().enable_tools().enable_tasks().build(),
         )
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         mcp_stateless::protocol::supported_protocol_versions()
+    }
+
+    async fn get_task(&self, request: GetTaskParams, context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&CallContext::of(&context)?, &request.task_id).await
+    }
+
+    async fn update_task(&self, request: UpdateTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.tasks.update(&CallContext::of(&context)?, &request).await
+    }
+
+    async fn cancel_task(&self, request: CancelTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.tasks.cancel(&CallContext::of(&context)?, &request.task_id).await
     }
 }

@@ -7,12 +7,21 @@
 //! - `reminder.rs`: a multi-round flow that asks the user for input
 //!   (MRTR elicitation) and carries its progress in a sealed `requestState`;
 //! - `basket.rs`: state that spans calls behind an explicit handle (stored
-//!   in DynamoDB in Lambda), with a confirmed, single-use checkout.
+//!   in DynamoDB in Lambda), with a confirmed, single-use checkout;
+//! - `report.rs`: a long-running task (runs in the worker function) that
+//!   reports progress and honours cancellation;
+//! - `publish.rs`: a task that asks the user for input halfway.
+//!
+//! Task tools are listed in [`task_tools`] instead of [`all`]: the worker
+//! function runs them from the same list.
 
 mod basics;
 pub mod basket;
+mod publish;
 mod reminder;
+mod report;
 
+use mcp_stateless::tasks::TaskTools;
 use rmcp::handler::server::router::tool::ToolRouter;
 
 use crate::StarterServer;
@@ -20,4 +29,9 @@ use crate::StarterServer;
 /// Every tool the server exposes.
 pub(crate) fn all() -> ToolRouter<StarterServer> {
     StarterServer::basics() + StarterServer::basket_tools() + StarterServer::reminder_tools()
+}
+
+/// Every task tool: served by the starter function, run by starter-worker.
+pub fn task_tools() -> TaskTools {
+    TaskTools::new().merge(report::report_tasks()).merge(publish::publish_tasks())
 }
