@@ -1,8 +1,10 @@
-"""Create the table and the KMS key of template.yaml in the emulator.
+"""Create the table, the KMS key and the task queues of template.yaml in the
+emulator.
 
 template.yaml is the one source of truth: the table's key schema, attribute
-definitions and TTL attribute, and the key's spec, usage, rotation and alias
-are read from it, not repeated here.
+definitions and TTL attribute, the key's spec, usage, rotation and alias, and
+the task queue's redrive policy are read from it, not repeated here. Only the
+queue's visibility timeout differs locally (see LOCAL_VISIBILITY_TIMEOUT).
 """
 
 import argparse
@@ -98,6 +100,36 @@ def ensure_key(kms, template, stack):
     return alias
 
 
+# Lambda's queue hides a message for six worker timeouts; the local worker
+# instead extends a running message's visibility as it goes, so a short
+# timeout brings a killed worker's message back within seconds.
+LOCAL_VISIBILITY_TIMEOUT = 5
+# A worker's claim on a task lapses this fast locally, so a retry can take over.
+LOCAL_LEASE_SECONDS = 3
+
+
+def parameter_default(template, value):
+    if isinstance(value, dict) and "Ref" in value:
+        return template["Parameters"][value["Ref"]]["Default"]
+    return value
+
+
+def ensure_queues(sqs, template, stack):
+    redrive = template["Resources"]["TaskQueue"]["Properties"]["RedrivePolicy"]
+    max_receives = parameter_default(template, redrive["maxReceiveCount"])
+    dead_url = sqs.create_queue(QueueName=f"{stack}-task-dlq")["QueueUrl"]
+    dead_arn = sqs.get_queue_attributes(QueueUrl=dead_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    url = sqs.create_queue(
+        QueueName=f"{stack}-tasks",
+        Attributes={
+            "VisibilityTimeout": str(LOCAL_VISIBILITY_TIMEOUT),
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dead_arn, "maxReceiveCount": str(max_receives)}),
+        },
+    )["QueueUrl"]
+    print(f"[bootstrap] task queue {url} (dead letters after {max_receives} receives to {dead_url})")
+    return url, dead_url, dead_arn
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--template", required=True)
@@ -115,6 +147,7 @@ def main():
     table = f"{args.stack}-state"
     ensure_table(boto3.client("dynamodb", endpoint_url=endpoint), table, definition)
     alias = ensure_key(boto3.client("kms", endpoint_url=endpoint), template, args.stack)
+    queue_url, dead_url, dead_arn = ensure_queues(boto3.client("sqs", endpoint_url=endpoint), template, args.stack)
 
     # The variables template.yaml gives the function, with local values.
     env = {
@@ -122,6 +155,10 @@ def main():
         "MCP_STATE_KEY_ID": alias,
         "MCP_AUDIENCE": args.stack,
         "MCP_LOG_LEVEL": "info",
+        "MCP_TASK_QUEUE_URL": queue_url,
+        "MCP_TASK_DEAD_LETTER_QUEUE_URL": dead_url,
+        "MCP_TASK_DEAD_LETTER_QUEUE_ARN": dead_arn,
+        "MCP_TASK_LEASE_SECONDS": LOCAL_LEASE_SECONDS,
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_REGION": os.environ["AWS_REGION"],
         "AWS_ACCESS_KEY_ID": "testing",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Creates, in the running emulator, the DynamoDB table (TTL on) and the KMS
-# key and alias exactly as template.yaml declares them, and writes the
+# Creates, in the running emulator, the DynamoDB table (TTL on), the KMS
+# key and alias, and the task queues as template.yaml declares them, and writes the
 # environment the function gets in Lambda to .tmp/local.env. Safe to run
 # twice: what exists is kept.
 source "$(dirname "$0")/common.sh"

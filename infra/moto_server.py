@@ -6,6 +6,10 @@ threaded server runs requests side by side without a lock and can lose them,
 which would make concurrency tests fail for the emulator's sake. This
 launcher keeps moto's app and wire protocols and serializes request handling;
 clients may still send concurrently.
+
+SQS requests are left out of the lock: a long-polling ReceiveMessage waits
+inside the request, and holding the lock for it would stall every DynamoDB
+and KMS call behind an idle queue.
 """
 
 import argparse
@@ -25,6 +29,8 @@ def main():
     lock = threading.Lock()
 
     def serialized(environ, start_response):
+        if environ.get("HTTP_X_AMZ_TARGET", "").startswith("AmazonSQS."):
+            return app(environ, start_response)
         with lock:
             # Drain the response inside the lock: the write happens while
             # the body is produced.

@@ -20,8 +20,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOURCES = list((ROOT / "functions").rglob("*.rs"))
 sys.path.insert(0, str(ROOT / "infra"))
 from bootstrap import load_template  # noqa: E402  (one YAML reader for the template)
-# Read only by the local server or by tests, never in Lambda.
-LOCAL_ONLY = {"MCP_LOCAL_ADDR"}
+# Read only by the local server, the local worker or tests, never in Lambda.
+LOCAL_ONLY = {"MCP_LOCAL_ADDR", "MCP_TASK_DEAD_LETTER_QUEUE_URL"}
+# Tuning with defaults in the code; a deployment may add them.
+OPTIONAL = {"MCP_TASK_TTL_SECONDS", "MCP_TASK_START_DEADLINE_SECONDS", "MCP_TASK_LEASE_SECONDS"}
+# Read only by the worker function.
+WORKER_ONLY = {"MCP_TASK_DEAD_LETTER_QUEUE_ARN"}
 
 
 class NoManagedPolicies:
@@ -43,7 +47,7 @@ def env_vars_read_by_code():
     names = set()
     for path in SOURCES:
         names.update(re.findall(r'"(MCP_[A-Z_]+)"', path.read_text()))
-    return {n for n in names if not n.startswith("MCP_TEST_")} - LOCAL_ONLY
+    return {n for n in names if not n.startswith("MCP_TEST_")} - LOCAL_ONLY - OPTIONAL
 
 
 def translate(auth_mode):
@@ -71,15 +75,79 @@ def the(template, type_name):
     return next(iter(found.values()))["Properties"]
 
 
+def function(template, logical_id):
+    resource = template["Resources"][logical_id]
+    assert resource["Type"] == "AWS::Lambda::Function"
+    return resource["Properties"]
+
+
 def test_function_gets_every_variable_the_code_reads(cfn):
     template, _ = cfn
-    function = the(template, "AWS::Lambda::Function")
-    declared = set(function["Environment"]["Variables"])
-    missing = env_vars_read_by_code() - declared
+    assert set(resources(template, "AWS::Lambda::Function")) == {"McpFunction", "TaskWorkerFunction"}
+    function_ = function(template, "McpFunction")
+    declared = set(function_["Environment"]["Variables"])
+    missing = env_vars_read_by_code() - WORKER_ONLY - declared
     assert not missing, f"template.yaml does not set {sorted(missing)}"
-    assert function["Runtime"] == "provided.al2023"
-    assert function["Architectures"] == ["arm64"]
-    assert function["Timeout"] < 29, "must end before API Gateway's 29 s integration timeout"
+    assert function_["Runtime"] == "provided.al2023"
+    assert function_["Architectures"] == ["arm64"]
+    assert function_["Timeout"] < 29, "must end before API Gateway's 29 s integration timeout"
+
+
+def test_worker_is_fed_by_the_task_queue_and_its_dead_letter_queue(cfn):
+    template, _ = cfn
+    worker = function(template, "TaskWorkerFunction")
+    variables = worker["Environment"]["Variables"]
+    assert variables["MCP_TABLE_NAME"] == {"Ref": "StateTable"}
+    assert variables["MCP_TASK_QUEUE_URL"] == {"Ref": "TaskQueue"}
+    assert variables["MCP_TASK_DEAD_LETTER_QUEUE_ARN"] == {"Fn::GetAtt": ["TaskDeadLetterQueue", "Arn"]}
+    assert function(template, "McpFunction")["Environment"]["Variables"]["MCP_TASK_QUEUE_URL"] == {"Ref": "TaskQueue"}
+    assert worker["Timeout"] == {"Ref": "WorkerTimeout"}
+    assert worker["Architectures"] == ["arm64"]
+    mappings = [m["Properties"] for m in resources(template, "AWS::Lambda::EventSourceMapping").values()]
+    assert sorted(m["EventSourceArn"]["Fn::GetAtt"][0] for m in mappings) == ["TaskDeadLetterQueue", "TaskQueue"]
+    for mapping in mappings:
+        assert mapping["FunctionName"] == {"Ref": "TaskWorkerFunction"}
+        assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"], "partial batch responses"
+        assert mapping["BatchSize"] == 1
+
+
+def test_queue_visibility_is_six_times_the_worker_timeout(cfn):
+    template, _ = cfn
+    queue = template["Resources"]["TaskQueue"]["Properties"]
+    assert queue["VisibilityTimeout"] == {"Fn::FindInMap": ["WorkerTimeouts", {"Ref": "WorkerTimeout"}, "VisibilityTimeout"]}
+    allowed = template["Parameters"]["WorkerTimeout"]["AllowedValues"]
+    assert max(allowed) <= 900, "Lambda's maximum timeout"
+    table = template["Mappings"]["WorkerTimeouts"]
+    assert sorted(int(k) for k in table) == sorted(allowed)
+    for timeout, row in table.items():
+        assert row["VisibilityTimeout"] == 6 * int(timeout)
+    assert queue["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": ["TaskDeadLetterQueue", "Arn"]},
+        "maxReceiveCount": {"Ref": "TaskMaxAttempts"},
+    }
+
+
+def role_statements(template, role):
+    for policy in template["Resources"][role]["Properties"]["Policies"]:
+        yield from policy["PolicyDocument"]["Statement"]
+
+
+def actions_of(template, role, service):
+    return {a for s in role_statements(template, role) for a in listed(s["Action"]) if a.startswith(service + ":")}
+
+
+def test_each_function_may_do_only_its_part_with_tasks(cfn):
+    template, _ = cfn
+    # The request function enqueues, to its queue only; it never consumes.
+    send = [s for s in role_statements(template, "McpFunctionRole") if "sqs:SendMessage" in listed(s["Action"])]
+    assert actions_of(template, "McpFunctionRole", "sqs") == {"sqs:SendMessage"}
+    assert listed(send[0]["Resource"]) == [{"Fn::GetAtt": ["TaskQueue", "Arn"]}]
+    # The worker consumes both queues, never sends, and has no KMS access.
+    assert "sqs:SendMessage" not in actions_of(template, "TaskWorkerRole", "sqs")
+    assert not actions_of(template, "TaskWorkerRole", "kms")
+    consume = [s for s in role_statements(template, "TaskWorkerRole") if "sqs:ReceiveMessage" in listed(s["Action"])]
+    assert sorted(r["Fn::GetAtt"][0] for r in listed(consume[0]["Resource"])) == ["TaskDeadLetterQueue", "TaskQueue"]
+    assert actions_of(template, "TaskWorkerRole", "dynamodb") == {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"}
 
 
 def test_table_matches_what_the_code_writes(cfn):
@@ -127,8 +195,7 @@ def test_kms_use_is_conditioned_on_the_context_the_code_sends(cfn):
     audience_key = rust_constant("CONTEXT_AUDIENCE_KEY")
     assert condition[f"kms:EncryptionContext:{purpose_key}"] == rust_constant("CONTEXT_PURPOSE")
     assert condition[f"kms:EncryptionContext:{audience_key}"] == {"Ref": "AWS::StackName"}
-    function = the(template, "AWS::Lambda::Function")
-    assert function["Environment"]["Variables"]["MCP_AUDIENCE"] == {"Ref": "AWS::StackName"}
+    assert function(template, "McpFunction")["Environment"]["Variables"]["MCP_AUDIENCE"] == {"Ref": "AWS::StackName"}
     key = the(template, "AWS::KMS::Key")
     assert key["EnableKeyRotation"] is True
 
@@ -136,9 +203,10 @@ def test_kms_use_is_conditioned_on_the_context_the_code_sends(cfn):
 def test_dynamodb_actions_are_item_actions_on_the_table(cfn):
     template, _ = cfn
     dynamo = [s for s in iam_statements(template) if any(a.startswith("dynamodb:") for a in listed(s["Action"]))]
-    assert len(dynamo) == 1
-    assert set(listed(dynamo[0]["Action"])) <= {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
-    assert listed(dynamo[0]["Resource"]) == [{"Fn::GetAtt": ["StateTable", "Arn"]}]
+    assert len(dynamo) == 2, "one statement per function's role"
+    for statement in dynamo:
+        assert set(listed(statement["Action"])) <= {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+        assert listed(statement["Resource"]) == [{"Fn::GetAtt": ["StateTable", "Arn"]}]
 
 
 def test_routes_and_auth(cfn):

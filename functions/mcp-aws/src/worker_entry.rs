@@ -96,6 +96,11 @@ pub async fn serve_lambda(worker: TaskWorker, dead_letter_arn: Option<String>) -
 /// dead-letter queue, when given) as the event source mapping would, runs
 /// each message in its own Tokio task, deletes what is done and leaves
 /// what should be retried for the visibility timeout to bring back.
+///
+/// Unlike Lambda (whose queue's visibility timeout outlasts the function's
+/// timeout), a local run has no time limit: the message's visibility is
+/// extended while it runs, so the local queue can use a short timeout and a
+/// killed worker's message comes back within seconds.
 pub async fn poll_queues(worker: TaskWorker, client: Client, queue_url: String, dead_letter_url: Option<String>) {
     let tasks = poll(worker.clone(), client.clone(), queue_url, Source::TaskQueue);
     match dead_letter_url {
@@ -135,13 +140,37 @@ async fn poll(worker: TaskWorker, client: Client, queue_url: String, source: Sou
                     .and_then(|c| c.parse().ok())
                     .unwrap_or(1);
                 let body = message.body.unwrap_or_default();
-                if handle_message(&worker, source, &body, count).await == Disposition::Done
-                    && let Some(receipt) = message.receipt_handle
+                let receipt = message.receipt_handle.unwrap_or_default();
+                let disposition = tokio::select! {
+                    disposition = handle_message(&worker, source, &body, count) => disposition,
+                    never = keep_invisible(&client, &queue_url, &receipt) => match never {},
+                };
+                if disposition == Disposition::Done
                     && let Err(error) = client.delete_message().queue_url(&queue_url).receipt_handle(receipt).send().await
                 {
                     tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&error), "DeleteMessage failed");
                 }
             });
+        }
+    }
+}
+
+/// How far ahead a running message's visibility is pushed, and how often.
+const VISIBILITY_EXTENSION: Duration = Duration::from_secs(10);
+const VISIBILITY_RENEWAL: Duration = Duration::from_secs(3);
+
+async fn keep_invisible(client: &Client, queue_url: &str, receipt: &str) -> std::convert::Infallible {
+    loop {
+        tokio::time::sleep(VISIBILITY_RENEWAL).await;
+        let extended = client
+            .change_message_visibility()
+            .queue_url(queue_url)
+            .receipt_handle(receipt)
+            .visibility_timeout(VISIBILITY_EXTENSION.as_secs() as i32)
+            .send()
+            .await;
+        if let Err(error) = extended {
+            tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&error), "ChangeMessageVisibility failed");
         }
     }
 }
