@@ -19,6 +19,9 @@ pub mod store;
 pub mod tool;
 pub mod worker;
 
+#[cfg(test)]
+mod tests;
+
 pub use backend::TaskBackend;
 pub use service::{TaskPolicy, Tasks};
 pub use tool::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools};

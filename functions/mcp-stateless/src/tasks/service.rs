@@ -128,7 +128,7 @@ impl Tasks {
         router
     }
 
-    async fn call(&self, name: &str, ctx: CallContext, arguments: Option<JsonObject>) -> Result<CallToolResponse, ErrorData> {
+    pub(crate) async fn call(&self, name: &str, ctx: CallContext, arguments: Option<JsonObject>) -> Result<CallToolResponse, ErrorData> {
         let tool = self.tools.get(name).ok_or_else(|| ErrorData::invalid_params("tool not found", None))?;
         let arguments = Value::Object(arguments.unwrap_or_default());
         if let Err(reason) = (tool.check)(&arguments) {

@@ -1,0 +1,354 @@
+//! The task lifecycle on the in-memory store, driven through the request
+//! side ([`Tasks`]) and the worker side ([`TaskWorker`]) directly, with a
+//! queue that only records what was sent and a clock the tests move.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use futures::future::BoxFuture;
+use rmcp::model::{CallToolResult, ContentBlock, ErrorData, UpdateTaskParams};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    Disposition, TaskPolicy, TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools, TaskWorker, Tasks,
+    queue::{TaskMessage, TaskQueue},
+    store::{TaskStore, memory::InMemoryTaskStore},
+};
+use crate::{
+    clock::{Clock, ManualClock},
+    protocol::context::{CallContext, Principal},
+    sealed::mrtr::form_request,
+    storage::StoreError,
+};
+
+#[derive(Default)]
+struct RecordingQueue {
+    sent: Mutex<Vec<TaskMessage>>,
+    refuse: bool,
+}
+
+impl RecordingQueue {
+    fn take(&self) -> Vec<TaskMessage> {
+        std::mem::take(&mut self.sent.lock().unwrap())
+    }
+}
+
+impl TaskQueue for RecordingQueue {
+    fn enqueue<'a>(&'a self, message: &'a TaskMessage) -> BoxFuture<'a, Result<(), StoreError>> {
+        let outcome = if self.refuse {
+            Err(StoreError::Unavailable("queue down".into()))
+        } else {
+            self.sent.lock().unwrap().push(message.clone());
+            Ok(())
+        };
+        Box::pin(async move { outcome })
+    }
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Seconds {
+    seconds: u64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Nothing {}
+
+async fn wait(args: Seconds, run: TaskRun) -> Result<TaskStep, ErrorData> {
+    run.set_status("waiting");
+    tokio::select! {
+        _ = run.cancelled() => Ok(TaskStep::text("stopped")),
+        _ = tokio::time::sleep(Duration::from_secs(args.seconds)) => Ok(TaskStep::text(format!("waited {}", args.seconds))),
+    }
+}
+
+async fn two_questions(_: Nothing, run: TaskRun) -> Result<TaskStep, ErrorData> {
+    if run.response("a").is_some() && run.response("b").is_some() {
+        let seen: i64 = run.continuation().unwrap_or_default();
+        return Ok(TaskStep::text(format!("both answered after {seen}")));
+    }
+    let ask = || form_request("?", json!({"type": "object", "properties": {"x": {"type": "string"}}})).unwrap();
+    Ok(TaskStep::ask([("a", ask()), ("b", ask())], json!(41)))
+}
+
+async fn asks_again(_: Nothing, _run: TaskRun) -> Result<TaskStep, ErrorData> {
+    let ask = form_request("?", json!({"type": "object", "properties": {}})).unwrap();
+    Ok(TaskStep::ask([("same", ask)], Value::Null))
+}
+
+async fn tool_error(_: Nothing, _run: TaskRun) -> Result<TaskStep, ErrorData> {
+    Ok(CallToolResult::error(vec![ContentBlock::text("nope")]).into())
+}
+
+async fn protocol_error(_: Nothing, _run: TaskRun) -> Result<TaskStep, ErrorData> {
+    Err(ErrorData::invalid_params("bad input", None))
+}
+
+async fn huge(_: Nothing, _run: TaskRun) -> Result<TaskStep, ErrorData> {
+    Ok(TaskStep::text("x".repeat(400_000)))
+}
+
+async fn panics(_: Nothing, _run: TaskRun) -> Result<TaskStep, ErrorData> {
+    panic!("a bug in a task tool")
+}
+
+fn tools() -> TaskTools {
+    TaskTools::new()
+        .with(TaskTool::new("wait", "", TaskSupport::Optional, wait))
+        .with(TaskTool::new("two_questions", "", TaskSupport::Required, two_questions))
+        .with(TaskTool::new("asks_again", "", TaskSupport::Required, asks_again))
+        .with(TaskTool::new("tool_error", "", TaskSupport::Required, tool_error))
+        .with(TaskTool::new("protocol_error", "", TaskSupport::Required, protocol_error))
+        .with(TaskTool::new("huge", "", TaskSupport::Required, huge))
+        .with(TaskTool::new("panics", "", TaskSupport::Required, panics))
+}
+
+struct Fixture {
+    tasks: Tasks,
+    worker: TaskWorker,
+    queue: Arc<RecordingQueue>,
+    clock: ManualClock,
+}
+
+fn fixture_with(queue: RecordingQueue) -> Fixture {
+    let clock = ManualClock::at(1_800_000_000);
+    let queue = Arc::new(queue);
+    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::default());
+    let policy = TaskPolicy { heartbeat: Duration::from_millis(20), ..TaskPolicy::default() };
+    let tasks = Tasks::new(store, queue.clone(), Arc::new(clock.clone()), tools()).with_policy(policy);
+    Fixture { worker: TaskWorker::new(tasks.clone()), tasks, queue, clock }
+}
+
+fn fixture() -> Fixture {
+    fixture_with(RecordingQueue::default())
+}
+
+fn caller(subject: &str, capabilities: Value) -> CallContext {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    });
+    CallContext::from_meta(Some(&meta), None, Principal::Verified { issuer: "i".into(), subject: subject.into() }).unwrap()
+}
+
+fn with_tasks(subject: &str) -> CallContext {
+    caller(subject, json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}))
+}
+
+impl Fixture {
+    async fn start(&self, ctx: &CallContext, tool: &str, arguments: Value) -> (String, TaskMessage) {
+        let created = self.tasks.start(ctx, tool, arguments).await.unwrap();
+        let mut sent = self.queue.take();
+        assert_eq!(sent.len(), 1, "one message per created task");
+        (created.task.task_id, sent.remove(0))
+    }
+
+    async fn get(&self, ctx: &CallContext, id: &str) -> Value {
+        serde_json::to_value(self.tasks.get(ctx, id).await.unwrap()).unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_task_is_created_durably_runs_once_and_completes() {
+    let f = fixture();
+    let alice = with_tasks("alice");
+    let created = f.tasks.start(&alice, "wait", json!({"seconds": 0})).await.unwrap();
+    let wire = serde_json::to_value(&created).unwrap();
+    assert_eq!(wire["resultType"], "task");
+    assert_eq!(wire["status"], "working");
+    assert!(wire["taskId"].as_str().unwrap().starts_with("tsk_"));
+    assert!(wire.get("requestState").is_none() && wire.get("result").is_none());
+    assert_eq!(wire["ttlMs"], 3_600_000);
+    let id = created.task.task_id.clone();
+    // Readable before any worker ran: tasks.md, "Task Creation".
+    assert_eq!(f.get(&alice, &id).await["status"], "working");
+    let message = f.queue.take().remove(0);
+    assert_eq!(f.worker.process(&message).await, Disposition::Done);
+    let done = f.get(&alice, &id).await;
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["result"]["content"][0]["text"], "waited 0");
+    assert_eq!(done["resultType"], "complete");
+    // A second delivery of the same message changes nothing.
+    assert_eq!(f.worker.process(&message).await, Disposition::Done);
+    assert_eq!(f.get(&alice, &id).await, done);
+}
+
+#[tokio::test]
+async fn two_deliveries_at_once_run_the_function_once() {
+    let f = fixture();
+    let alice = with_tasks("alice");
+    let (id, message) = f.start(&alice, "wait", json!({"seconds": 1})).await;
+    let (a, b) = tokio::join!(f.worker.process(&message), f.worker.process(&message));
+    assert_eq!((a, b), (Disposition::Done, Disposition::Done));
+    let record = f.tasks.store.get(&message.key(), f.clock.now()).await.unwrap().unwrap();
+    assert_eq!(record.attempts, 1, "the second delivery found the task leased");
+    assert_eq!(f.get(&alice, &id).await["status"], "completed");
+}
+
+#[tokio::test]
+async fn cancel_reaches_the_running_function_and_the_outcome_is_cancelled() {
+    let f = fixture();
+    let alice = with_tasks("alice");
+    let (id, message) = f.start(&alice, "wait", json!({"seconds": 60})).await;
+    let worker = f.worker.clone();
+    let run = tokio::spawn(async move { worker.process(&message).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(f.get(&alice, &id).await["statusMessage"], "waiting", "progress is stored");
+    f.tasks.cancel(&alice, &id).await.unwrap();
+    let finished = tokio::time::timeout(Duration::from_secs(5), run).await.expect("worker stops soon after a cancel");
+    assert_eq!(finished.unwrap(), Disposition::Done);
+    let after = f.get(&alice, &id).await;
+    assert_eq!(after["status"], "cancelled");
+    assert!(after.get("result").is_none(), "the function's late answer is not written");
+    // Idempotent on a terminal task, and a completed task stays completed.
+    f.tasks.cancel(&alice, &id).await.unwrap();
+    let (done, message) = f.start(&alice, "wait", json!({"seconds": 0})).await;
+    f.worker.process(&message).await;
+    f.tasks.cancel(&alice, &done).await.unwrap();
+    assert_eq!(f.get(&alice, &done).await["status"], "completed");
+}
+
+#[tokio::test]
+async fn input_is_gathered_across_updates_then_the_task_resumes() {
+    let f = fixture();
+    let alice = with_tasks("alice");
+    let (id, message) = f.start(&alice, "two_questions", json!({})).await;
+    f.worker.process(&message).await;
+    let parked = f.get(&alice, &id).await;
+    assert_eq!(parked["status"], "input_required");
+    assert_eq!(parked["inputRequests"].as_object().unwrap().len(), 2);
+    let answer = |pairs: Value| UpdateTaskParams::new(&id, serde_json::from_value(pairs).unwrap());
+    // Unknown keys are ignored; a partial answer keeps the rest pending.
+    f.tasks.update(&alice, &answer(json!({"zzz": {}, "a": {"action": "accept", "content": {"x": "1"}}}))).await.unwrap();
+    let partial = f.get(&alice, &id).await;
+    assert_eq!(partial["status"], "input_required");
+    assert_eq!(partial["inputRequests"].as_object().unwrap().keys().collect::<Vec<_>>(), ["b"]);
+    assert!(f.queue.take().is_empty(), "not runnable until every answer is in");
+    // An answer to an answered key is ignored too.
+    f.tasks.update(&alice, &answer(json!({"a": {"action": "decline"}}))).await.unwrap();
+    f.tasks.update(&alice, &answer(json!({"b": {"action": "accept", "content": {"x": "2"}}}))).await.unwrap();
+    assert_eq!(f.get(&alice, &id).await["status"], "working");
+    let resumed = f.queue.take();
+    assert_eq!(resumed.len(), 1, "re-enqueued once");
+    f.worker.process(&resumed[0]).await;
+    let done = f.get(&alice, &id).await;
+    assert_eq!(done["result"]["content"][0]["text"], "both answered after 41", "the continuation came back");
+    let record = f.tasks.store.get(&resumed[0].key(), f.clock.now()).await.unwrap().unwrap();
+    assert_eq!(record.input_responses["a"]["action"], "accept", "the first answer was kept");
+}
+
+#[tokio::test]
+async fn foreign_expired_malformed_and_unknown_ids_get_one_answer() {
+    let f = fixture();
+    let alice = with_tasks("alice");
+    let (id, _) = f.start(&alice, "wait", json!({"seconds": 0})).await;
+    let errors = async |ctx: &CallContext, id: &str| {
+        let get = f.tasks.get(ctx, id).await.unwrap_err();
+        let cancel = f.tasks.cancel(ctx, id).await.unwrap_err();
+        let update = f.tasks.update(ctx, &UpdateTaskParams::new(id, Default::default())).await.unwrap_err();
+        (get, cancel, update)
+    };
+    let unknown = errors(&alice, &super::record::TASK_KIND.mint()).await;
+    assert_eq!(unknown.0.code.0, -32602);
+    assert_eq!(errors(&with_tasks("mallory"), &id).await, unknown, "somebody else's task");
+    assert_eq!(errors(&alice, "tsk_not-an-id").await, unknown, "malformed");
+    f.clock.advance(3_601);
+    assert_eq!(errors(&alice, &id).await, unknown, "expired");
+}
+
+#[tokio::test]
+async fn a_task_whose_message_was_lost_fails_after_its_start_deadline() {
+    let f = fixture();
+    let alice = with_tasks("alice");
+    // The crash between the write and the send: the record exists, the
+    // message does not (it is dropped here).
+    let (id, _lost) = f.start(&alice, "wait", json!({"seconds": 0})).await;
+    f.clock.advance(299);
+    assert_eq!(f.get(&alice, &id).await["status"], "working");
+    f.clock.advance(2);
+    let failed = f.get(&alice, &id).await;
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["error"]["code"], -32603);
+}
+
+#[tokio::test]
+async fn a_queue_that_refuses_fails_the_task_and_the_call() {
+    let f = fixture_with(RecordingQueue { refuse: true, ..Default::default() });
+    let error = f.tasks.start(&with_tasks("alice"), "wait", json!({"seconds": 0})).await.unwrap_err();
+    assert_eq!(error.code.0, -32603);
+}
+
+#[tokio::test]
+async fn outcomes_map_to_statuses_as_the_extension_says() {
+    let f = fixture();
+    let alice = with_tasks("alice");
+    let run = async |tool: &str| {
+        let (id, message) = f.start(&alice, tool, json!({})).await;
+        assert_eq!(f.worker.process(&message).await, Disposition::Done);
+        f.get(&alice, &id).await
+    };
+    let tool_error = run("tool_error").await;
+    assert_eq!((tool_error["status"].as_str(), tool_error["result"]["isError"].as_bool()), (Some("completed"), Some(true)));
+    let protocol_error = run("protocol_error").await;
+    assert_eq!(protocol_error["status"], "failed");
+    assert_eq!(protocol_error["error"]["code"], -32602);
+    assert!(protocol_error.get("result").is_none());
+    let huge = run("huge").await;
+    assert_eq!(huge["status"], "failed", "a result over the item limit is not half-written");
+    // A tool that reuses an answered key is a bug, reported as such.
+    let (id, message) = f.start(&alice, "asks_again", json!({})).await;
+    f.worker.process(&message).await;
+    f.tasks.update(&alice, &UpdateTaskParams::new(&id, serde_json::from_value(json!({"same": {"action": "accept"}})).unwrap()))
+        .await
+        .unwrap();
+    f.worker.process(&f.queue.take()[0]).await;
+    assert_eq!(f.get(&alice, &id).await["status"], "failed");
+}
+
+#[tokio::test]
+async fn input_the_client_cannot_give_fails_with_its_missing_capability() {
+    let f = fixture();
+    let no_elicitation = caller("alice", json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}));
+    let (id, message) = f.start(&no_elicitation, "two_questions", json!({})).await;
+    f.worker.process(&message).await;
+    let failed = f.get(&no_elicitation, &id).await;
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["error"]["code"], -32021);
+    assert!(failed["error"]["data"]["requiredCapabilities"]["elicitation"].is_object());
+}
+
+#[tokio::test]
+async fn a_panicking_tool_is_retried_then_dead_lettered_as_failed() {
+    let f = fixture();
+    let alice = with_tasks("alice");
+    let (id, message) = f.start(&alice, "panics", json!({})).await;
+    assert_eq!(f.worker.process(&message).await, Disposition::Retry);
+    assert_eq!(f.worker.process(&message).await, Disposition::Retry, "the lease was released for the retry");
+    assert_eq!(f.get(&alice, &id).await["status"], "working");
+    assert_eq!(f.worker.dead_letter(&message, 2).await, Disposition::Done);
+    let failed = f.get(&alice, &id).await;
+    assert_eq!(failed["status"], "failed");
+    assert!(failed["statusMessage"].as_str().unwrap().contains("2 attempt"));
+}
+
+#[tokio::test]
+async fn clients_without_the_extension_run_optional_tools_inline_and_are_refused_required_ones() {
+    let f = fixture();
+    let plain = caller("alice", json!({}));
+    assert_eq!(f.tasks.start(&plain, "wait", json!({"seconds": 0})).await.unwrap_err().code.0, -32021);
+    let arguments = |v: Value| v.as_object().cloned();
+    let inline = f.tasks.call("wait", plain.clone(), arguments(json!({"seconds": 0}))).await.unwrap();
+    let rmcp::model::CallToolResponse::Complete(result) = inline else { panic!("inline runs complete") };
+    assert_eq!(serde_json::to_value(&result).unwrap()["content"][0]["text"], "waited 0");
+    assert!(f.queue.take().is_empty(), "nothing was enqueued");
+    let required = f.tasks.call("two_questions", plain.clone(), None).await.unwrap_err();
+    assert_eq!(required.code.0, -32021);
+    assert_eq!(required.data.unwrap()["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"], json!({}));
+    // Arguments that do not fit the schema are a tool error, before any task exists.
+    let bad = f.tasks.call("wait", with_tasks("alice"), arguments(json!({"seconds": "soon"}))).await.unwrap();
+    let rmcp::model::CallToolResponse::Complete(bad) = bad else { panic!("a tool error") };
+    assert_eq!(bad.is_error, Some(true));
+    assert!(f.queue.take().is_empty());
+}
