@@ -3,8 +3,9 @@
 # emulator, creates the table and key from template.yaml, runs every Rust
 # test (unit, HTTP, Lambda events, KMS and DynamoDB through the emulator),
 # checks the template (sam validate --lint, cfn-lint, the translated-template
-# test) and runs the official MCP conformance suite against the everything
-# function. Stops what it started.
+# test) and runs the official MCP conformance suite (core and tasks
+# scenarios) against the everything function, first with zero set-up, then
+# on the emulator with a separate task worker process. Stops what it started.
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
@@ -14,6 +15,7 @@ if ! pid_alive "$STATE_DIR/moto.pid"; then started_emulator=1; fi
 bash infra/start-emulators.sh
 cleanup() {
   [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null || true
+  [ -n "${worker_pid:-}" ] && kill "$worker_pid" 2>/dev/null || true
   if [ "$started_emulator" = 1 ]; then bash infra/stop.sh; fi
 }
 trap cleanup EXIT
@@ -43,16 +45,47 @@ if [ ! -x "$runner" ] && [ ! -f "$runner" ]; then
   echo "summary: $((cargo_passed + pytest_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"
   exit 0
 fi
-port="${CONFORMANCE_PORT:-3939}"
 cargo build --locked -p everything
+conformance_passed=0
+# conformance NAME MODE PORT: runs the suite in MODE against the server on
+# PORT, fails on any failing check, adds the passes to the total.
+conformance() {
+  local name="$1" mode="$2" port="$3"
+  CONFORMANCE_MODE="$mode" bash "$runner" "http://127.0.0.1:$port/mcp" "$STATE_DIR/conformance-$name" \
+    | tee "$STATE_DIR/conformance-$name.txt"
+  local last
+  last="$(tail -n 1 "$STATE_DIR/conformance-$name.txt")"
+  case "$last" in
+    "conformance: "*" passed, 0 failed") say "conformance ($name) clean: ${last#conformance: }" ;;
+    *) echo "conformance ($name) failed: $last" >&2; exit 1 ;;
+  esac
+  conformance_passed=$((conformance_passed + $(echo "$last" | grep -Eo '[0-9]+ passed' | cut -d' ' -f1)))
+}
+port="${CONFORMANCE_PORT:-3939}"
+
+# Zero set-up: memory, an in-process key and an in-process task worker.
 MCP_LOCAL_ADDR="127.0.0.1:$port" "$ROOT/target/debug/everything" >"$STATE_DIR/everything.log" 2>&1 &
 server_pid=$!
-bash "$runner" "http://127.0.0.1:$port/mcp" "$STATE_DIR/conformance" | tee "$STATE_DIR/conformance.txt"
-last="$(tail -n 1 "$STATE_DIR/conformance.txt")"
-case "$last" in
-  "conformance: "*" passed, 0 failed") say "conformance clean: ${last#conformance: }" ;;
-  *) echo "conformance failed: $last" >&2; exit 1 ;;
-esac
-conformance_passed="$(echo "$last" | grep -Eo '[0-9]+ passed' | cut -d' ' -f1)"
+conformance core all "$port"
+conformance tasks-in-process tasks "$port"
+kill "$server_pid" 2>/dev/null || true
+wait "$server_pid" 2>/dev/null || true
+
+# The Lambda shape: KMS, DynamoDB and SQS in the emulator, the task worker
+# in a process of its own polling the queue.
+(
+  # shellcheck disable=SC1091
+  source "$STATE_DIR/local.env"
+  "$ROOT/target/debug/everything-worker" >"$STATE_DIR/everything-worker.log" 2>&1 &
+  echo $! > "$STATE_DIR/everything-worker.pid"
+  MCP_LOCAL_ADDR="127.0.0.1:$port" "$ROOT/target/debug/everything" >"$STATE_DIR/everything-aws.log" 2>&1 &
+  echo $! > "$STATE_DIR/everything-aws.pid"
+)
+server_pid="$(cat "$STATE_DIR/everything-aws.pid")"
+worker_pid="$(cat "$STATE_DIR/everything-worker.pid")"
+conformance core-emulated all "$port"
+conformance tasks-emulated tasks "$port"
+grep -q "task run started" "$STATE_DIR/everything-worker.log" || { echo "the separate worker ran no task" >&2; exit 1; }
+
 say "cargo tests: $cargo_passed passed; template tests: $pytest_passed passed; conformance checks: $conformance_passed passed"
 echo "summary: $((cargo_passed + pytest_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"

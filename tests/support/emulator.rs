@@ -148,3 +148,49 @@ pub async fn deps_with_kms_at(kms_endpoint: &str, key: &str, table: &str, audien
 pub async fn scan(sdk: &aws_config::SdkConfig, table: &str) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
     aws_sdk_dynamodb::Client::new(sdk).scan().table_name(table).send().await.unwrap().items.unwrap_or_default()
 }
+
+/// A task queue and its dead-letter queue (after `max_receives`
+/// deliveries), with a short visibility timeout as the local set-up has.
+pub struct Queues {
+    pub url: String,
+    pub dead_letter_url: String,
+}
+
+pub async fn fresh_queues(sdk: &aws_config::SdkConfig, visibility_seconds: u32, max_receives: u32) -> Queues {
+    use aws_sdk_sqs::types::QueueAttributeName;
+    let client = aws_sdk_sqs::Client::new(sdk);
+    let dead_letter_url = client.create_queue().queue_name(unique("dlq")).send().await.unwrap().queue_url.unwrap();
+    let attributes = client
+        .get_queue_attributes()
+        .queue_url(&dead_letter_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .unwrap();
+    let dead_letter_arn = attributes.attributes.unwrap()[&QueueAttributeName::QueueArn].clone();
+    let redrive = serde_json::json!({"deadLetterTargetArn": dead_letter_arn, "maxReceiveCount": max_receives.to_string()});
+    let url = client
+        .create_queue()
+        .queue_name(unique("tasks"))
+        .attributes(QueueAttributeName::VisibilityTimeout, visibility_seconds.to_string())
+        .attributes(QueueAttributeName::RedrivePolicy, redrive.to_string())
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    Queues { url, dead_letter_url }
+}
+
+/// The conformance fixture server (with `e2e::tasks::task_fixtures`) on the
+/// emulator's table and queue, in this process.
+pub async fn start_task_server(settings: &AwsSettings, clock: Arc<dyn Clock>) -> SocketAddr {
+    let sdk = sdk().await;
+    let deps = mcp_aws::dependencies(settings, Some(&sdk), clock);
+    start_task_server_with(deps).await
+}
+
+pub async fn start_task_server_with(deps: Dependencies) -> SocketAddr {
+    let server = everything::EverythingServer::with_task_tools(deps, crate::tasks::task_fixtures());
+    crate::spawn(McpEndpoint::new(server, EdgePolicy::new(Mode::Local))).await
+}

@@ -2,6 +2,7 @@
 //! ephemeral port and talk to it over real HTTP/1.1, the way a client would.
 
 pub mod emulator;
+pub mod tasks;
 
 use std::{net::SocketAddr, sync::Arc};
 
@@ -48,7 +49,8 @@ pub fn standard_headers(body: &Value) -> Vec<(String, String)> {
     ];
     if let Some(method) = body["method"].as_str() {
         headers.push(("mcp-method".to_owned(), method.to_owned()));
-        if let Some(name) = body["params"]["name"].as_str().or(body["params"]["uri"].as_str()) {
+        let params = &body["params"];
+        if let Some(name) = params["name"].as_str().or(params["uri"].as_str()).or(params["taskId"].as_str()) {
             headers.push(("mcp-name".to_owned(), name.to_owned()));
         }
     }

@@ -28,7 +28,13 @@ pub struct EverythingServer {
 
 impl EverythingServer {
     pub fn new(deps: Dependencies) -> Self {
-        let tasks = deps.tasks.with_tools(crate::task_tools());
+        Self::with_task_tools(deps, crate::task_tools())
+    }
+
+    /// With `tools` as its task tools instead of the fixtures' own (tests
+    /// add tools that misbehave on purpose).
+    pub fn with_task_tools(deps: Dependencies, tools: mcp_stateless::tasks::TaskTools) -> Self {
+        let tasks = deps.tasks.with_tools(tools);
         Self {
             request_states: deps.request_states,
             tool_router: Self::content_tools()

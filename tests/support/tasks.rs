@@ -1,0 +1,91 @@
+//! Tasks over HTTP, and the fixture worker the queue tests run in a
+//! process of its own.
+
+use std::{
+    net::SocketAddr,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use mcp_stateless::tasks::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools};
+use rmcp::ErrorData;
+use serde_json::{Value, json};
+
+use crate::{post_with, request, set_header};
+
+/// Capabilities of a client that declared the tasks extension.
+pub fn tasks_capable() -> Value {
+    json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct Nothing {}
+
+async fn always_panics(_: Nothing, _run: TaskRun) -> Result<TaskStep, ErrorData> {
+    panic!("always_panics panicked, as it always does")
+}
+
+/// The conformance fixtures' task tools plus one that always fails its run.
+pub fn task_fixtures() -> TaskTools {
+    everything::task_tools().with(TaskTool::new("always_panics", "Panics in every run", TaskSupport::Required, always_panics))
+}
+
+/// Sends `method` with `params` as `principal`, declaring the tasks extension.
+pub async fn rpc(addr: SocketAddr, principal: &str, method: &str, params: Value) -> Value {
+    let body = request(7, method, params, tasks_capable());
+    post_with(addr, &body, |h| set_header(h, "x-mcp-dev-principal", principal)).await.message()
+}
+
+/// Calls `tool` and answers the task id of the `CreateTaskResult`.
+pub async fn start_task(addr: SocketAddr, principal: &str, tool: &str, arguments: Value) -> String {
+    let created = rpc(addr, principal, "tools/call", json!({"name": tool, "arguments": arguments})).await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    created["result"]["taskId"].as_str().unwrap().to_owned()
+}
+
+pub async fn get_task(addr: SocketAddr, principal: &str, id: &str) -> Value {
+    rpc(addr, principal, "tasks/get", json!({"taskId": id})).await
+}
+
+/// Polls `tasks/get` until `done` holds for the result, or panics after `limit`.
+pub async fn wait_for(addr: SocketAddr, principal: &str, id: &str, limit: Duration, done: impl Fn(&Value) -> bool) -> Value {
+    let started = Instant::now();
+    loop {
+        let got = get_task(addr, principal, id).await;
+        if done(&got["result"]) {
+            return got["result"].clone();
+        }
+        assert!(started.elapsed() < limit, "task {id} not there after {limit:?}: {got}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub fn is_terminal(result: &Value) -> bool {
+    matches!(result["status"].as_str(), Some("completed" | "failed" | "cancelled"))
+}
+
+/// A worker process, killed when dropped.
+pub struct WorkerProcess(Child);
+
+impl WorkerProcess {
+    /// Starts `binary` (a test's `env!("CARGO_BIN_EXE_fixture-worker")`)
+    /// with the emulator's environment (inherited) and `env` on top.
+    pub fn start(binary: &str, env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(binary);
+        command.envs(env.iter().copied()).env("MCP_LOG_LEVEL", "warn").stdout(Stdio::null()).stderr(Stdio::inherit());
+        Self(command.spawn().expect("the fixture worker starts"))
+    }
+
+    /// SIGKILL: no chance to clean up, as when Lambda ends a sandbox.
+    pub fn kill(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -1,0 +1,210 @@
+//! Tasks end to end against the emulator: the server in this process, the
+//! worker in a process of its own (the `fixture-worker` binary, the same
+//! entry point a worker Lambda function runs), DynamoDB for the records and
+//! SQS (with a dead-letter queue) in between, all through the real AWS SDK.
+
+use std::{sync::Arc, time::Duration};
+
+use e2e::{
+    emulator::{Queues, fresh_queues, fresh_table, sdk, start_task_server, start_task_server_with, unique},
+    tasks::{WorkerProcess, get_task, is_terminal, rpc, start_task, wait_for},
+};
+use mcp_aws::AwsSettings;
+use mcp_stateless::{
+    Principal,
+    clock::{Clock, ManualClock, SystemClock},
+    handles::HandleKey,
+    tasks::{
+        TaskBackend,
+        queue::{TaskMessage, TaskQueue},
+        record::TASK_KIND,
+        store::TaskStore,
+    },
+};
+use serde_json::json;
+
+const PRINCIPAL: &str = "alice";
+
+struct Stack {
+    settings: AwsSettings,
+    queues: Queues,
+}
+
+impl Stack {
+    async fn new(visibility_seconds: u32, max_receives: u32) -> Self {
+        let sdk = sdk().await;
+        let table = fresh_table(&sdk).await;
+        let queues = fresh_queues(&sdk, visibility_seconds, max_receives).await;
+        let settings = AwsSettings {
+            table_name: Some(table),
+            audience: Some(unique("tasks")),
+            task_queue_url: Some(queues.url.clone()),
+            ..Default::default()
+        };
+        Self { settings, queues }
+    }
+
+    fn worker(&self) -> WorkerProcess {
+        WorkerProcess::start(env!("CARGO_BIN_EXE_fixture-worker"), &[
+            ("MCP_TABLE_NAME", self.settings.table_name.as_deref().unwrap()),
+            ("MCP_TASK_QUEUE_URL", &self.queues.url),
+            ("MCP_TASK_DEAD_LETTER_QUEUE_URL", &self.queues.dead_letter_url),
+            ("MCP_TASK_LEASE_SECONDS", "2"),
+        ])
+    }
+
+    /// The stored record, read as the worker reads it.
+    async fn record(&self, id: &str) -> mcp_stateless::tasks::record::TaskRecord {
+        let store = mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk().await), self.settings.table_name.as_deref().unwrap());
+        TaskStore::get(&store, &key(id), SystemClock.now()).await.unwrap().expect("the record")
+    }
+}
+
+fn key(id: &str) -> HandleKey {
+    let principal = Principal::Verified { issuer: mcp_stateless::edge::local::DEV_ISSUER.into(), subject: PRINCIPAL.into() };
+    HandleKey::new(&principal, &TASK_KIND, id)
+}
+
+fn running(result: &serde_json::Value) -> bool {
+    result["statusMessage"].as_str().is_some_and(|m| m.contains('%')) || is_terminal(result)
+}
+
+#[tokio::test]
+async fn a_task_is_created_run_by_a_separate_worker_and_completed() {
+    let stack = Stack::new(5, 3).await;
+    let _worker = stack.worker();
+    let addr = start_task_server(&stack.settings, Arc::new(SystemClock)).await;
+    let id = start_task(addr, PRINCIPAL, "slow_compute", json!({"seconds": 1, "label": "e2e"})).await;
+    // Durable before the answer: readable at once, from the table.
+    assert_eq!(get_task(addr, PRINCIPAL, &id).await["result"]["taskId"], id.as_str());
+    let done = wait_for(addr, PRINCIPAL, &id, Duration::from_secs(20), is_terminal).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "Computed e2e in 1s");
+    assert_eq!(stack.record(&id).await.attempts, 1);
+}
+
+#[tokio::test]
+async fn a_message_delivered_twice_gives_one_outcome() {
+    let stack = Stack::new(5, 3).await;
+    let _worker = stack.worker();
+    let addr = start_task_server(&stack.settings, Arc::new(SystemClock)).await;
+    let id = start_task(addr, PRINCIPAL, "slow_compute", json!({"seconds": 2, "label": "twice"})).await;
+    // The same message again, as SQS's at-least-once delivery may do.
+    let queue = mcp_aws::SqsTaskQueue::new(aws_sdk_sqs::Client::new(&sdk().await), &stack.queues.url);
+    queue.enqueue(&TaskMessage::for_key(&key(&id))).await.unwrap();
+    let done = wait_for(addr, PRINCIPAL, &id, Duration::from_secs(20), is_terminal).await;
+    assert_eq!(done["status"], "completed");
+    // Let the duplicate be seen, then check it started nothing.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(stack.record(&id).await.attempts, 1, "the duplicate found the task leased or finished");
+    assert_eq!(get_task(addr, PRINCIPAL, &id).await["result"], done);
+}
+
+#[tokio::test]
+async fn a_worker_killed_mid_task_is_retried_after_the_visibility_timeout() {
+    let stack = Stack::new(3, 3).await;
+    let first = stack.worker();
+    let addr = start_task_server(&stack.settings, Arc::new(SystemClock)).await;
+    let id = start_task(addr, PRINCIPAL, "slow_compute", json!({"seconds": 3, "label": "killed"})).await;
+    wait_for(addr, PRINCIPAL, &id, Duration::from_secs(20), running).await;
+    first.kill();
+    let _second = stack.worker();
+    let done = wait_for(addr, PRINCIPAL, &id, Duration::from_secs(60), is_terminal).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(stack.record(&id).await.attempts, 2, "run again from the start by the second worker");
+}
+
+#[tokio::test]
+async fn a_message_that_keeps_failing_lands_in_the_dead_letter_queue_and_the_task_fails() {
+    let stack = Stack::new(1, 2).await;
+    let _worker = stack.worker();
+    let addr = start_task_server(&stack.settings, Arc::new(SystemClock)).await;
+    let id = start_task(addr, PRINCIPAL, "always_panics", json!({})).await;
+    let failed = wait_for(addr, PRINCIPAL, &id, Duration::from_secs(60), is_terminal).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["error"]["code"], -32603);
+    assert!(failed["statusMessage"].as_str().unwrap().contains("did not finish it"), "{failed}");
+    assert!(failed.get("result").is_none());
+    assert!(stack.record(&id).await.attempts >= 2, "it was retried before it was dead-lettered");
+}
+
+#[tokio::test]
+async fn a_cancel_ends_the_task_cancelled_and_stops_the_worker() {
+    let stack = Stack::new(5, 3).await;
+    let _worker = stack.worker();
+    let addr = start_task_server(&stack.settings, Arc::new(SystemClock)).await;
+    let id = start_task(addr, PRINCIPAL, "slow_compute", json!({"seconds": 60, "label": "cancel"})).await;
+    wait_for(addr, PRINCIPAL, &id, Duration::from_secs(20), running).await;
+    let ack = rpc(addr, PRINCIPAL, "tasks/cancel", json!({"taskId": id})).await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    assert_eq!(get_task(addr, PRINCIPAL, &id).await["result"]["status"], "cancelled");
+    // The worker notices within a heartbeat and drops its lease; nothing it
+    // finishes later overwrites the outcome.
+    let started = std::time::Instant::now();
+    while stack.record(&id).await.lease.is_some() {
+        assert!(started.elapsed() < Duration::from_secs(5), "the worker did not notice the cancel");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(get_task(addr, PRINCIPAL, &id).await["result"]["status"], "cancelled");
+}
+
+#[tokio::test]
+async fn input_required_then_update_then_completed() {
+    let stack = Stack::new(5, 3).await;
+    let _worker = stack.worker();
+    let addr = start_task_server(&stack.settings, Arc::new(SystemClock)).await;
+    let id = start_task(addr, PRINCIPAL, "confirm_delete", json!({"filename": "notes.txt"})).await;
+    let parked = wait_for(addr, PRINCIPAL, &id, Duration::from_secs(20), |r| r["status"] != "working").await;
+    assert_eq!(parked["status"], "input_required", "{parked}");
+    assert_eq!(parked["inputRequests"]["confirm"]["method"], "elicitation/create");
+    let answer = json!({"taskId": id, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
+    assert_eq!(rpc(addr, PRINCIPAL, "tasks/update", answer).await["result"]["resultType"], "complete");
+    let done = wait_for(addr, PRINCIPAL, &id, Duration::from_secs(20), is_terminal).await;
+    assert_eq!(done["result"]["content"][0]["text"], "Deleted notes.txt", "{done}");
+    assert_eq!(stack.record(&id).await.attempts, 2, "one run to ask, one to finish");
+}
+
+#[tokio::test]
+async fn a_foreign_principal_and_an_expired_task_look_like_an_unknown_id() {
+    let stack = Stack::new(5, 3).await;
+    let clock = ManualClock::at(SystemClock.now());
+    let addr = start_task_server(&stack.settings, Arc::new(clock.clone())).await;
+    let id = start_task(addr, PRINCIPAL, "slow_compute", json!({"seconds": 60, "label": "mine"})).await;
+    let unknown = get_task(addr, PRINCIPAL, &TASK_KIND.mint()).await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    for method in ["tasks/get", "tasks/cancel"] {
+        let foreign = rpc(addr, "mallory", method, json!({"taskId": id})).await;
+        assert_eq!(foreign["error"], unknown["error"], "{method} by somebody else");
+    }
+    clock.advance(3_601);
+    assert_eq!(get_task(addr, PRINCIPAL, &id).await["error"], unknown["error"], "expired");
+}
+
+/// Accepts a message and sends nothing: the process died between writing
+/// the task and enqueueing it.
+struct CrashBeforeSend;
+
+impl TaskQueue for CrashBeforeSend {
+    fn enqueue<'a>(&'a self, _message: &'a TaskMessage) -> futures::future::BoxFuture<'a, Result<(), mcp_stateless::storage::StoreError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test]
+async fn a_crash_between_the_write_and_the_send_fails_the_task_instead_of_leaving_it_working() {
+    let stack = Stack::new(5, 3).await;
+    let sdk = sdk().await;
+    let clock = ManualClock::at(SystemClock.now());
+    let mut deps = mcp_aws::dependencies(&stack.settings, Some(&sdk), Arc::new(clock.clone()));
+    let store = Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), stack.settings.table_name.as_deref().unwrap()));
+    deps.tasks = TaskBackend::new(store, Arc::new(CrashBeforeSend), Arc::new(clock.clone()));
+    let addr = start_task_server_with(deps).await;
+    let id = start_task(addr, PRINCIPAL, "slow_compute", json!({"seconds": 1, "label": "lost"})).await;
+    clock.advance(60);
+    assert_eq!(get_task(addr, PRINCIPAL, &id).await["result"]["status"], "working");
+    clock.advance(300);
+    let failed = get_task(addr, PRINCIPAL, &id).await["result"].clone();
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["statusMessage"], "No worker started the task in time.");
+}
