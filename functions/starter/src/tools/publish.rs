@@ -58,3 +58,37 @@ pub(crate) fn publish_tasks() -> TaskTools {
         publish_article,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use mcp_stateless::tasks::TaskRun;
+    use serde_json::{Map, Value, json};
+
+    use super::*;
+
+    fn run(responses: Value, continuation: Option<Value>) -> TaskRun {
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+        let ctx = mcp_stateless::CallContext::from_meta(Some(&meta), None, mcp_stateless::Principal::Anonymous).unwrap();
+        let responses: Map<String, Value> = serde_json::from_value(responses).unwrap();
+        TaskRun::new(Some("tsk_test".into()), ctx, responses, continuation).0
+    }
+
+    fn text(step: TaskStep) -> String {
+        let TaskStep::Complete(result) = step else { panic!("expected a result") };
+        serde_json::to_value(result).unwrap()["content"][0]["text"].as_str().unwrap().to_owned()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn drafts_asks_then_publishes_what_it_drafted() {
+        let args = || PublishArticle { title: "Tides".into() };
+        let TaskStep::NeedInput { requests, continuation } = publish_article(args(), run(json!({}), None)).await.unwrap() else {
+            panic!("the first run asks")
+        };
+        assert!(requests.contains_key("publish"));
+        let yes = json!({"publish": {"action": "accept", "content": {"publish": true}}});
+        let published = publish_article(args(), run(yes, Some(continuation.clone()))).await.unwrap();
+        assert_eq!(text(published), "Published: Tides: a short article.");
+        let no = json!({"publish": {"action": "decline"}});
+        assert!(text(publish_article(args(), run(no, Some(continuation))).await.unwrap()).starts_with("Not published"));
+    }
+}

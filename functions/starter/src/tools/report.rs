@@ -47,3 +47,42 @@ pub(crate) fn report_tasks() -> TaskTools {
         build_report,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use mcp_stateless::tasks::TaskRun;
+    use serde_json::json;
+
+    use super::*;
+
+    fn run() -> (TaskRun, tokio::sync::watch::Receiver<Option<String>>, tokio::sync::watch::Sender<bool>) {
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+        let ctx = mcp_stateless::CallContext::from_meta(Some(&meta), None, mcp_stateless::Principal::Anonymous).unwrap();
+        TaskRun::new(Some("tsk_test".into()), ctx, Default::default(), None)
+    }
+
+    fn text(step: TaskStep) -> String {
+        let TaskStep::Complete(result) = step else { panic!("expected a result") };
+        serde_json::to_value(result).unwrap()["content"][0]["text"].as_str().unwrap().to_owned()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn writes_every_section_and_reports_progress() {
+        let (run, status, _cancel) = run();
+        let report = build_report(BuildReport { topic: "Tides".into(), sections: 3 }, run).await.unwrap();
+        let report = text(report);
+        assert!(report.starts_with("# Tides") && report.contains("## Section 3"), "{report}");
+        assert_eq!(status.borrow().as_deref(), Some("Writing section 3 of 3"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stops_when_cancelled() {
+        let (run, _status, cancel) = run();
+        let report = tokio::spawn(build_report(BuildReport { topic: "Tides".into(), sections: 20 }, run));
+        tokio::time::sleep(SECONDS_PER_SECTION * 2).await;
+        cancel.send_replace(true);
+        let started = tokio::time::Instant::now();
+        assert_eq!(text(report.await.unwrap().unwrap()), "Cancelled.");
+        assert!(started.elapsed() < SECONDS_PER_SECTION, "it did not wait for the section to end");
+    }
+}
