@@ -9,7 +9,7 @@ use rmcp::{
     model::{
         CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptRequestParams, GetPromptResponse,
         ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-        ProtocolVersion, ReadResourceRequestParams, GetTaskParams, GetTaskResult, UpdateTaskParams, CancelTaskParams, ReadResourceResponse, Reference, ServerCapabilities, ServerConfig,
+        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference, ServerCapabilities, ServerConfig,
     },
     service::RequestContext,
     tool_handler,
@@ -70,17 +70,7 @@ impl ServerHandler for EverythingServer {
         mcp_stateless::protocol::supported_protocol_versions()
     }
 
-    async fn get_task(&self, request: GetTaskParams, context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
-        self.tasks.get(&CallContext::of(&context)?, &request.task_id).await
-    }
-
-    async fn update_task(&self, request: UpdateTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.tasks.update(&CallContext::of(&context)?, &request).await
-    }
-
-    async fn cancel_task(&self, request: CancelTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.tasks.cancel(&CallContext::of(&context)?, &request.task_id).await
-    }
+    mcp_stateless::task_methods!(tasks);
 
     async fn list_prompts(
         &self,

@@ -153,6 +153,21 @@ impl DynamoStore {
         }
     }
 
+    /// The owner's item under `key`, read strongly consistent; somebody
+    /// else's item reads as none.
+    pub(crate) async fn owned_item(&self, key: &HandleKey) -> Result<Option<Item>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(PARTITION_KEY, s(&key.partition_key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(output.item.filter(|item| item.get("owner") == Some(&s(&key.owner))))
+    }
+
     /// DynamoDB deletes expired items lazily (up to days later): one seen
     /// expired is deleted now, unless it was renewed in between.
     pub(crate) async fn delete_expired(&self, key: &HandleKey, now: u64) -> Result<(), StoreError> {
@@ -196,16 +211,7 @@ impl HandleStore for DynamoStore {
 
     fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
-            let output = self
-                .client
-                .get_item()
-                .table_name(&self.table)
-                .key(PARTITION_KEY, s(&key.partition_key))
-                .consistent_read(true)
-                .send()
-                .await
-                .map_err(unavailable)?;
-            let Some(item) = output.item.filter(|item| item.get("owner") == Some(&s(&key.owner))) else {
+            let Some(item) = self.owned_item(key).await? else {
                 return Ok(Lookup::Missing);
             };
             let record = record(&item)?;

@@ -57,16 +57,7 @@ impl TaskStore for DynamoStore {
 
     fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
         Box::pin(async move {
-            let output = self
-                .client
-                .get_item()
-                .table_name(&self.table)
-                .key(PARTITION_KEY, s(&key.partition_key))
-                .consistent_read(true)
-                .send()
-                .await
-                .map_err(unavailable)?;
-            let Some(item) = output.item.filter(|item| item.get("owner") == Some(&s(&key.owner))) else {
+            let Some(item) = self.owned_item(key).await? else {
                 return Ok(None);
             };
             let Some(AttributeValue::S(json)) = item.get(RECORD) else {

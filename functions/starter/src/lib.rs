@@ -6,14 +6,13 @@ pub mod tools;
 use std::borrow::Cow;
 
 use rmcp::{
-    ErrorData, RoleServer, ServerHandler,
+    ServerHandler,
     handler::server::router::tool::ToolRouter,
-    model::{CancelTaskParams, GetTaskParams, GetTaskResult, ProtocolVersion, ServerCapabilities, ServerConfig, UpdateTaskParams},
-    service::RequestContext,
+    model::{ProtocolVersion, ServerCapabilities, ServerConfig},
     tool_handler,
 };
 
-use mcp_stateless::{CallContext, Dependencies, Handles, RequestStates, tasks::Tasks};
+use mcp_stateless::{Dependencies, Handles, RequestStates, tasks::Tasks};
 
 #[derive(Clone)]
 pub struct StarterServer {
@@ -48,15 +47,5 @@ impl ServerHandler for StarterServer {
         mcp_stateless::protocol::supported_protocol_versions()
     }
 
-    async fn get_task(&self, request: GetTaskParams, context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
-        self.tasks.get(&CallContext::of(&context)?, &request.task_id).await
-    }
-
-    async fn update_task(&self, request: UpdateTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.tasks.update(&CallContext::of(&context)?, &request).await
-    }
-
-    async fn cancel_task(&self, request: CancelTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.tasks.cancel(&CallContext::of(&context)?, &request.task_id).await
-    }
+    mcp_stateless::task_methods!(tasks);
 }

@@ -150,19 +150,19 @@ pub trait HandleStore: Send + Sync {
 pub mod memory {
     //! The zero-setup store for `cargo run` and unit tests.
 
-    use std::{collections::HashMap, sync::Mutex};
+    use std::collections::HashMap;
 
     use super::*;
+    use crate::storage::LockedMap;
 
     #[derive(Default)]
     pub struct InMemoryHandleStore {
-        items: Mutex<HashMap<String, HandleRecord>>,
+        items: LockedMap<HandleRecord>,
     }
 
     impl InMemoryHandleStore {
         fn with_items<T>(&self, f: impl FnOnce(&mut HashMap<String, HandleRecord>) -> T) -> Result<T, StoreError> {
-            let mut items = self.items.lock().map_err(|_| StoreError::Unavailable("store lock poisoned".into()))?;
-            Ok(f(&mut items))
+            self.items.with(f)
         }
 
         /// The live record for `key`, deleting it if expired.

@@ -87,32 +87,24 @@ pub async fn transition(
 pub mod memory {
     //! The zero-setup store: one map, lost when the process ends.
 
-    use std::{collections::HashMap, sync::Mutex};
-
     use super::*;
+    use crate::storage::LockedMap;
 
     #[derive(Default)]
     pub struct InMemoryTaskStore {
-        items: Mutex<HashMap<String, TaskRecord>>,
-    }
-
-    impl InMemoryTaskStore {
-        fn with_items<T>(&self, f: impl FnOnce(&mut HashMap<String, TaskRecord>) -> T) -> Result<T, StoreError> {
-            let mut items = self.items.lock().map_err(|_| StoreError::Unavailable("store lock poisoned".into()))?;
-            Ok(f(&mut items))
-        }
+        items: LockedMap<TaskRecord>,
     }
 
     impl TaskStore for InMemoryTaskStore {
         fn create<'a>(&'a self, key: &'a HandleKey, record: &'a TaskRecord) -> BoxFuture<'a, Result<(), StoreError>> {
-            let outcome = self.with_items(|items| {
+            let outcome = self.items.with(|items| {
                 items.entry(key.partition_key.clone()).or_insert_with(|| record.clone());
             });
             Box::pin(async move { outcome })
         }
 
         fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
-            let outcome = self.with_items(|items| match items.get(&key.partition_key) {
+            let outcome = self.items.with(|items| match items.get(&key.partition_key) {
                 Some(record) if record.owner != key.owner => None,
                 Some(record) if record.expires_at <= now => {
                     items.remove(&key.partition_key);
@@ -129,7 +121,7 @@ pub mod memory {
             expected_version: u64,
             record: &'a TaskRecord,
         ) -> BoxFuture<'a, Result<Replaced, StoreError>> {
-            let outcome = self.with_items(|items| match items.get_mut(&key.partition_key) {
+            let outcome = self.items.with(|items| match items.get_mut(&key.partition_key) {
                 Some(stored) if stored.owner == key.owner && stored.version == expected_version => {
                     *stored = record.clone();
                     Replaced::Done
