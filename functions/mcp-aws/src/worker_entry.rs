@@ -53,15 +53,22 @@ pub enum Source {
     DeadLetterQueue,
 }
 
-/// One message, whatever delivered it. An unreadable body is dropped:
-/// retrying it cannot help, and it names no task to fail.
-pub async fn handle_message(worker: &TaskWorker, source: Source, body: &str, receives: u32) -> Disposition {
+/// One message, whatever delivered it, to be done by `deadline` if there
+/// is one. An unreadable body is dropped: retrying it cannot help, and it
+/// names no task to fail.
+pub async fn handle_message(
+    worker: &TaskWorker,
+    source: Source,
+    body: &str,
+    receives: u32,
+    deadline: Option<tokio::time::Instant>,
+) -> Disposition {
     let Ok(message) = serde_json::from_str::<TaskMessage>(body) else {
         tracing::error!(bytes = body.len(), "unreadable task message dropped");
         return Disposition::Done;
     };
     match source {
-        Source::TaskQueue => worker.process(&message).await,
+        Source::TaskQueue => worker.process_until(&message, deadline).await,
         Source::DeadLetterQueue => worker.dead_letter(&message, receives).await,
     }
 }
@@ -70,13 +77,19 @@ fn receives(attributes: &HashMap<String, String>) -> u32 {
     attributes.get("ApproximateReceiveCount").and_then(|count| count.parse().ok()).unwrap_or(1)
 }
 
-/// A Lambda SQS event: each record in turn (the template sets batch size 1).
-pub async fn handle_sqs_event(worker: &TaskWorker, event: SqsEvent, dead_letter_arn: Option<&str>) -> SqsBatchResponse {
+/// A Lambda SQS event: each record in turn (the template sets batch size
+/// 1), within the invocation's `deadline`.
+pub async fn handle_sqs_event(
+    worker: &TaskWorker,
+    event: SqsEvent,
+    dead_letter_arn: Option<&str>,
+    deadline: Option<tokio::time::Instant>,
+) -> SqsBatchResponse {
     let mut response = SqsBatchResponse::default();
     for record in event.records {
         let source =
             if dead_letter_arn == Some(record.event_source_arn.as_str()) { Source::DeadLetterQueue } else { Source::TaskQueue };
-        if handle_message(worker, source, &record.body, receives(&record.attributes)).await == Disposition::Retry {
+        if handle_message(worker, source, &record.body, receives(&record.attributes), deadline).await == Disposition::Retry {
             response.batch_item_failures.push(BatchItemFailure { item_identifier: record.message_id });
         }
     }
@@ -87,7 +100,11 @@ pub async fn serve_lambda(worker: TaskWorker, dead_letter_arn: Option<String>) -
     let dead_letter_arn = dead_letter_arn.as_deref();
     lambda_http::lambda_runtime::run(lambda_http::service_fn(|event: lambda_http::LambdaEvent<SqsEvent>| {
         let worker = worker.clone();
-        async move { Ok::<_, std::convert::Infallible>(handle_sqs_event(&worker, event.payload, dead_letter_arn).await) }
+        // The invocation's deadline, as epoch milliseconds, made an Instant.
+        let left = Duration::from_millis(event.context.deadline)
+            .saturating_sub(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default());
+        let deadline = Some(tokio::time::Instant::now() + left);
+        async move { Ok::<_, std::convert::Infallible>(handle_sqs_event(&worker, event.payload, dead_letter_arn, deadline).await) }
     }))
     .await
 }
@@ -142,7 +159,7 @@ async fn poll(worker: TaskWorker, client: Client, queue_url: String, source: Sou
                 let body = message.body.unwrap_or_default();
                 let receipt = message.receipt_handle.unwrap_or_default();
                 let disposition = tokio::select! {
-                    disposition = handle_message(&worker, source, &body, count) => disposition,
+                    disposition = handle_message(&worker, source, &body, count, None) => disposition,
                     never = keep_invisible(&client, &queue_url, &receipt) => match never {},
                 };
                 if disposition == Disposition::Done

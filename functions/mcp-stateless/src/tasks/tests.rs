@@ -352,3 +352,16 @@ async fn clients_without_the_extension_run_optional_tools_inline_and_are_refused
     assert_eq!(bad.is_error, Some(true));
     assert!(f.queue.take().is_empty());
 }
+
+#[tokio::test]
+async fn a_run_that_would_overrun_the_invocation_is_stopped_and_failed() {
+    let f = fixture();
+    let alice = with_tasks("alice");
+    let (id, message) = f.start(&alice, "wait", json!({"seconds": 60})).await;
+    let deadline = tokio::time::Instant::now() + super::worker::DEADLINE_MARGIN + Duration::from_millis(200);
+    let disposition = tokio::time::timeout(Duration::from_secs(5), f.worker.process_until(&message, Some(deadline))).await;
+    assert_eq!(disposition.expect("stopped before the deadline"), Disposition::Done, "not redelivered to overrun again");
+    let failed = f.get(&alice, &id).await;
+    assert_eq!(failed["status"], "failed");
+    assert!(failed["error"]["message"].as_str().unwrap().contains("time limit"), "{failed}");
+}

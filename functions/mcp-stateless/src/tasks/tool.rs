@@ -187,7 +187,8 @@ impl TaskTool {
 /// worker function are built from the same set.
 #[derive(Clone, Default)]
 pub struct TaskTools {
-    tools: BTreeMap<String, TaskTool>,
+    /// Shared: rmcp clones the server (and so this) for every request.
+    tools: Arc<BTreeMap<String, TaskTool>>,
 }
 
 impl TaskTools {
@@ -196,13 +197,13 @@ impl TaskTools {
     }
 
     pub fn with(mut self, tool: TaskTool) -> Self {
-        self.tools.insert(tool.name().to_owned(), tool);
+        Arc::make_mut(&mut self.tools).insert(tool.name().to_owned(), tool);
         self
     }
 
     /// Adds every tool of `other` (one set per tools file, merged in one place).
     pub fn merge(mut self, other: TaskTools) -> Self {
-        self.tools.extend(other.tools);
+        Arc::make_mut(&mut self.tools).extend(other.tools.iter().map(|(name, tool)| (name.clone(), tool.clone())));
         self
     }
 

@@ -29,6 +29,9 @@ use crate::{handles::HandleKey, protocol::capability_guard::missing_capabilities
 /// How long a cancelled function may take to return before it is dropped.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
+/// Time kept back before the invocation's deadline to store the outcome.
+pub const DEADLINE_MARGIN: Duration = Duration::from_secs(2);
+
 /// What to tell the queue about a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Disposition {
@@ -44,6 +47,8 @@ enum RunEnd {
     /// The task was cancelled (or vanished) and the function was dropped.
     Stopped,
     Panicked,
+    /// The invocation's deadline came first; the function was dropped.
+    OutOfTime,
 }
 
 #[derive(Clone)]
@@ -59,6 +64,13 @@ impl TaskWorker {
     /// Runs the task a message points at, if it is runnable and not leased
     /// by another worker.
     pub async fn process(&self, message: &TaskMessage) -> Disposition {
+        self.process_until(message, None).await
+    }
+
+    /// As [`Self::process`], within a deadline (a Lambda invocation's): a
+    /// run that would overrun it is stopped and its task failed, rather than
+    /// killed with the sandbox and redelivered to fail the same way again.
+    pub async fn process_until(&self, message: &TaskMessage, deadline: Option<Instant>) -> Disposition {
         let key = message.key();
         let holder = hex(&random::bytes::<8>());
         let record = match self.claim(&key, &holder).await {
@@ -82,7 +94,7 @@ impl TaskWorker {
         );
         tracing::info!(task = %record.task_id, tool = %record.tool, attempt = record.attempts, "task run started");
         let function = tokio::spawn((tool.run)(record.arguments.clone(), run));
-        let end = self.watch(&key, &holder, function, status, cancel).await;
+        let end = self.watch(&key, &holder, function, status, cancel, deadline).await;
         self.settle(&key, &holder, end).await
     }
 
@@ -113,6 +125,7 @@ impl TaskWorker {
         mut function: tokio::task::JoinHandle<Result<TaskStep, ErrorData>>,
         mut status: tokio::sync::watch::Receiver<Option<String>>,
         cancel: tokio::sync::watch::Sender<bool>,
+        deadline: Option<Instant>,
     ) -> RunEnd {
         let policy = &self.tasks.policy;
         let mut beat = tokio::time::interval(policy.heartbeat);
@@ -132,6 +145,10 @@ impl TaskWorker {
             if stop_by.is_some_and(|deadline| Instant::now() >= deadline) {
                 function.abort();
                 return RunEnd::Stopped;
+            }
+            if deadline.is_some_and(|deadline| Instant::now() + DEADLINE_MARGIN >= deadline) {
+                function.abort();
+                return RunEnd::OutOfTime;
             }
             let message = status.has_changed().unwrap_or(false).then(|| status.borrow_and_update().clone()).flatten();
             match self.beat(key, holder, message).await {
@@ -175,6 +192,10 @@ impl TaskWorker {
     async fn settle(&self, key: &HandleKey, holder: &str, end: RunEnd) -> Disposition {
         let step = match end {
             RunEnd::Step(step) => step,
+            RunEnd::OutOfTime => {
+                let message = "The task did not finish within the worker's time limit.";
+                Err(ErrorData::internal_error(message, None))
+            }
             RunEnd::Stopped => return Disposition::Done,
             RunEnd::Panicked => {
                 tracing::error!("task function panicked; leaving the message for a retry");
