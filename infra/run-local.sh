@@ -16,5 +16,5 @@ export PATH="$VENV/bin:$PATH"
 # (Lambda always allows the API's own domain, so the fixtures pass too).
 export MCP_ALLOWED_HOSTS="${MCP_ALLOWED_HOSTS:-127.0.0.1,localhost}"
 echo $$ > "$STATE_DIR/cargo-lambda.pid"
-say "serving the starter function on http://127.0.0.1:9000/lambda-url/starter/mcp"
+say "serving the starter function on http://127.0.0.1:9000/lambda-url/starter/mcp (tasks go to the emulated queue: run infra/run-worker.sh beside it)"
 exec cargo lambda watch -A 127.0.0.1 -P 9000 --package starter
