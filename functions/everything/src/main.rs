@@ -2,7 +2,6 @@
 //! official MCP conformance suite expects, behind the same edge as any
 //! function built from this template.
 
-#[tokio::main]
-async fn main() -> Result<(), mcp_stateless::StartError> {
-    mcp_aws::run(everything::EverythingServer::new).await
+fn main() -> Result<(), mcp_stateless::StartError> {
+    mcp_aws::start(everything::EverythingServer::new)
 }

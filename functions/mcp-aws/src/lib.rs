@@ -73,6 +73,21 @@ pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>,
     }
 }
 
+/// A function's `main`: [`run`] on the runtime its mode wants (see
+/// [`mcp_stateless::block_on`]).
+pub fn start<S, F>(build_handler: F) -> Result<(), StartError>
+where
+    S: rmcp::ServerHandler + Clone,
+    F: FnOnce(Dependencies) -> S,
+{
+    mcp_stateless::block_on(mcp_stateless::detect_mode(), run(build_handler))
+}
+
+/// A worker function's `main`: [`run_worker`] on the runtime its mode wants.
+pub fn start_worker(tools: TaskTools) -> Result<(), StartError> {
+    mcp_stateless::block_on(mcp_stateless::detect_mode(), run_worker(tools))
+}
+
 /// Reads the settings, builds the dependencies once and serves
 /// `build_handler` until the process ends: Lambda events when the Lambda
 /// runtime is present, the local server otherwise.

@@ -81,6 +81,18 @@ pub enum StartError {
     Lambda(lambda_http::Error),
 }
 
+/// Runs `main` to completion on the runtime `mode` wants: one thread in
+/// Lambda, which hands a sandbox one event at a time (worker threads would
+/// cost start-up and memory for nothing); one worker per core locally, where
+/// one server takes concurrent requests.
+pub fn block_on<T>(mode: Mode, main: impl std::future::Future<Output = T>) -> T {
+    let mut builder = match mode {
+        Mode::Lambda => tokio::runtime::Builder::new_current_thread(),
+        Mode::Local => tokio::runtime::Builder::new_multi_thread(),
+    };
+    builder.enable_all().build().expect("the Tokio runtime starts").block_on(main)
+}
+
 /// Lambda when the Lambda runtime API is present, the local server otherwise.
 pub fn detect_mode() -> Mode {
     if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() { Mode::Lambda } else { Mode::Local }
@@ -118,7 +130,7 @@ where
     match mode {
         Mode::Lambda => edge::lambda::serve_lambda(endpoint).await.map_err(StartError::Lambda),
         Mode::Local => {
-            let addr = std::env::var("MCP_LOCAL_ADDR").unwrap_or_else(|_| edge::local::DEFAULT_LOCAL_ADDR.to_owned());
+            let addr = edge::local::address_from_env();
             let listener = tokio::net::TcpListener::bind(&addr)
                 .await
                 .map_err(|source| StartError::Listen { addr: addr.clone(), source })?;

@@ -2,7 +2,6 @@
 //! queue (or, locally, polling it: `bash infra/run-worker.sh`). It runs the
 //! task tools listed in `starter/src/tools/mod.rs`; nothing to edit here.
 
-#[tokio::main]
-async fn main() -> Result<(), mcp_stateless::StartError> {
-    mcp_aws::run_worker(starter::tools::task_tools()).await
+fn main() -> Result<(), mcp_stateless::StartError> {
+    mcp_aws::start_worker(starter::tools::task_tools())
 }

@@ -2,9 +2,8 @@
 //!
 //! Tools live in `src/tools/`; this file only starts the server. With
 //! `AWS_LAMBDA_RUNTIME_API` set it serves Lambda events, otherwise it serves
-//! MCP on http://127.0.0.1:3000/mcp (`MCP_LOCAL_ADDR` to change).
+//! MCP on http://127.0.0.1:3000/mcp (`MCP_LOCAL_ADDR`, or `PORT`, to change).
 
-#[tokio::main]
-async fn main() -> Result<(), mcp_stateless::StartError> {
-    mcp_aws::run(starter::StarterServer::new).await
+fn main() -> Result<(), mcp_stateless::StartError> {
+    mcp_aws::start(starter::StarterServer::new)
 }
