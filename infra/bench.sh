@@ -1,24 +1,63 @@
 #!/usr/bin/env bash
 # Benchmarks, reported as figures and ratios from one run (never asserted):
+# - the Lambda artifacts (cargo lambda build --release --arm64), in MB;
+# - side by side with bare rmcp (the shared bench, when it sits beside the
+#   repository: ../shared/tools/bench): cold start, req/s, latency, CPU per
+#   request, peak RSS and stripped binary size, as ratios from one run, with
+#   a second bare rmcp instance as the run's noise control;
+# - the function in Lambda mode against a stand-in Runtime API: start to
+#   first event answered, peak RSS after 1,000 events;
+# - the local server: start to first tools/call answered, peak RSS;
+# - the first request that needs AWS on a cold instance, step by step, next
+#   to the same calls warm (emulator);
 # - requestState seal + open per round, KMS vs in-process key, and the KMS
-#   calls 10,000 rounds cost (needs the emulator, which this starts);
-# - the local server: process start to first tools/call answered (median of
-#   20), peak RSS, and the stripped release binary size;
+#   calls 10,000 rounds cost (emulator);
 # - tasks: tools/call to CreateTaskResult and creation to worker start,
 #   in-process and on the emulator with a separate worker.
+# BENCH_PEERS (default "rmcp rmcp2") chooses the shared bench's peers; add
+# py-1w ts for the other SDKs (a full run takes about 13 minutes).
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
+bash infra/install-tools.sh
+export PATH="$VENV/bin:$PATH"
+
+say "release builds: the starter (native) and the Lambda artifacts (arm64)"
+cargo build --locked --release -p starter 2>&1 | tail -n 1
+binary="$ROOT/target/release/starter"
+if rustup target list --installed | grep -q aarch64-unknown-linux-gnu; then
+  cargo lambda build --release --arm64 -p starter -p starter-worker 2>&1 | tail -n 1
+  for function in starter starter-worker; do
+    artifact="$ROOT/target/lambda/$function/bootstrap"
+    say "Lambda artifact $function (arm64, stripped): $(awk -v b="$(stat -c %s "$artifact")" 'BEGIN {printf "%.2f MB", b / 1e6}') (target: 7 MB or less)"
+  done
+else
+  say "skipped the Lambda artifacts: the aarch64-unknown-linux-gnu target is not installed"
+fi
+
+shared_bench="$ROOT/../shared/tools/bench/bench.sh"
+if [ -f "$shared_bench" ]; then
+  say "side by side with bare rmcp (shared bench; the starter is the server under test)"
+  bash "$shared_bench" --setup >"$STATE_DIR/bench-setup.log" 2>&1
+  PEERS="${BENCH_PEERS:-rmcp rmcp2}" SUT_NAME=starter SUT_BIN="$binary" \
+    bash "$shared_bench" "$binary" 18200 echo 2>&1 | tee "$STATE_DIR/bench-shared.txt" | sed -n '/^|/p;/^bench:/p'
+else
+  say "skipped the side-by-side run: no shared bench beside the repository"
+fi
+
+say "Lambda mode (stand-in Runtime API on loopback)"
+"$VENV/bin/python" "$ROOT/infra/lambda_mode_bench.py" "$binary"
+say "local server"
+say "stripped release binary: $(du -k "$binary" | cut -f1) KiB"
+"$VENV/bin/python" "$ROOT/infra/startup_bench.py" "$binary"
+
 bash infra/start-emulators.sh
 (
   emulator_env
-  cargo bench --locked -p e2e --bench request_state 2>"$STATE_DIR/bench-build.log" | grep -v '^$'
+  export MCP_TEST_TABLE_DEFINITION="$STATE_DIR/table.json"
+  bash infra/bootstrap.sh >/dev/null
+  cargo bench --locked -p e2e --bench first_aws_request 2>"$STATE_DIR/bench-build.log" | grep -v '^$'
+  cargo bench --locked -p e2e --bench request_state 2>>"$STATE_DIR/bench-build.log" | grep -v '^$'
 )
-
-say "release build of the starter function (native)"
-cargo build --locked --release -p starter 2>&1 | tail -n 1
-binary="$ROOT/target/release/starter"
-say "stripped release binary: $(du -k "$binary" | cut -f1) KiB"
-"$VENV/bin/python" "$ROOT/infra/startup_bench.py" "$binary"
 
 # Task latency (debug build of the conformance fixtures): tools/call to
 # CreateTaskResult, and task creation to worker start, with the in-process
@@ -31,7 +70,6 @@ sleep 1
 say "tasks, in-process worker (memory)"
 "$VENV/bin/python" "$ROOT/infra/task_latency_bench.py" "http://127.0.0.1:$bench_port/mcp" "$STATE_DIR/bench-tasks-local.log" || true
 kill "$server"
-bash infra/bootstrap.sh >/dev/null
 (
   # shellcheck disable=SC1091
   source "$STATE_DIR/local.env"

@@ -1,20 +1,57 @@
 //! tracing-subscriber set-up: JSON lines in Lambda (CloudWatch), readable
 //! text locally. Level from `MCP_LOG_LEVEL` (or `RUST_LOG`), default `info`.
+//!
+//! `Targets` rather than `EnvFilter`: `target=level` directives are all this
+//! needs, and `EnvFilter`'s regex engine costs artifact size and start-up.
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::{
+    filter::{LevelFilter, Targets},
+    layer::SubscriberExt,
+    util::SubscriberInitExt,
+};
 
 use crate::edge::policy::Mode;
+
+/// `info`, `debug`, or directives such as `info,hyper=debug`; rmcp stays
+/// at `warn` whatever was asked for, since at debug and trace it logs whole
+/// JSON-RPC messages, arguments and requestState included.
+fn filter(requested: &str) -> Targets {
+    // Every directive must end in a level: a bare word would otherwise be
+    // read as a target, and silence everything else.
+    let valid = requested.split(',').all(|d| d.rsplit('=').next().is_some_and(|l| l.trim().parse::<LevelFilter>().is_ok()));
+    let fallback = || Targets::new().with_default(LevelFilter::INFO).with_target("rmcp", LevelFilter::WARN);
+    if !valid {
+        return fallback();
+    }
+    format!("{requested},rmcp=warn").parse().unwrap_or_else(|_| fallback())
+}
 
 pub fn init(mode: Mode) {
     let requested = std::env::var("MCP_LOG_LEVEL")
         .or_else(|_| std::env::var("RUST_LOG"))
         .unwrap_or_else(|_| "info".to_owned());
-    // rmcp traces whole JSON-RPC messages at debug/trace level, arguments and
-    // requestState included: keep it at warn whatever was asked for.
-    let filter = EnvFilter::try_new(format!("{requested},rmcp=warn")).unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_writer(std::io::stderr);
     let _ = match mode {
-        Mode::Lambda => builder.json().flatten_event(true).with_current_span(false).without_time().try_init(),
-        Mode::Local => builder.with_ansi(false).try_init(),
+        Mode::Lambda => {
+            builder.json().flatten_event(true).with_current_span(false).without_time().finish().with(filter(&requested)).try_init()
+        }
+        Mode::Local => builder.finish().with(filter(&requested)).try_init(),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use tracing::Level;
+
+    use super::*;
+
+    #[test]
+    fn rmcp_stays_at_warn_and_bad_input_falls_back_to_info() {
+        let debug = filter("debug");
+        assert!(debug.would_enable("mcp_stateless::edge", &Level::DEBUG));
+        assert!(!debug.would_enable("rmcp::service", &Level::INFO));
+        assert!(debug.would_enable("rmcp::service", &Level::WARN));
+        let bad = filter("not a level!");
+        assert!(bad.would_enable("mcp_aws", &Level::INFO) && !bad.would_enable("mcp_aws", &Level::DEBUG));
+    }
 }
