@@ -36,6 +36,8 @@ fi
 
 shared_bench="$ROOT/../shared/tools/bench/bench.sh"
 if [ -f "$shared_bench" ]; then
+  # The shared bench drives load with wrk (a Debian package).
+  command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
   say "side by side with bare rmcp (shared bench; the starter is the server under test)"
   bash "$shared_bench" --setup >"$STATE_DIR/bench-setup.log" 2>&1
   PEERS="${BENCH_PEERS:-rmcp rmcp2}" SUT_NAME=starter SUT_BIN="$binary" \
