@@ -107,3 +107,17 @@ async fn protected_resource_metadata_is_served_without_auth_at_both_paths() {
     *request.uri_mut() = "/.well-known/oauth-protected-resource".parse().unwrap();
     assert_eq!(mcp_stateless::edge::lambda::handle_event(&starter(Mode::Lambda), request).await.status(), 404);
 }
+
+#[tokio::test]
+async fn a_verified_token_without_a_subject_or_issuer_is_refused_not_anonymous() {
+    let path = format!("{}/fixtures/apigw-v2-tools-list.json", env!("CARGO_MANIFEST_DIR"));
+    for missing in ["sub", "iss"] {
+        let mut event: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        event["requestContext"]["authorizer"]["jwt"]["claims"].as_object_mut().unwrap().remove(missing);
+        let request: lambda_http::Request = serde_json::from_value::<LambdaRequest>(event).unwrap().into();
+        let response = mcp_stateless::edge::lambda::handle_event(&starter(Mode::Lambda), request).await;
+        assert_eq!(response.status().as_u16(), 401, "without {missing}");
+        let Body::Text(text) = response.body() else { panic!("a JSON-RPC error body") };
+        assert!(text.contains("iss and sub are required"), "{text}");
+    }
+}

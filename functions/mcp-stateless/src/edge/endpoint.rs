@@ -38,11 +38,13 @@ pub struct EntryFacts {
     pub principal: Principal,
     /// The API's own domain, from the Lambda event's request context.
     pub api_domain: Option<String>,
+    /// Verified credentials that name no caller: the request is refused.
+    pub unidentified: bool,
 }
 
 impl Default for EntryFacts {
     fn default() -> Self {
-        Self { principal: Principal::Anonymous, api_domain: None }
+        Self { principal: Principal::Anonymous, api_domain: None, unidentified: false }
     }
 }
 
@@ -122,6 +124,9 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             return Err((EdgeError::WrongPath, None));
         }
         self.check_host_and_origin(&request, facts.api_domain.as_deref()).map_err(|e| (e, None))?;
+        if facts.unidentified {
+            return Err((EdgeError::Unidentified, None));
+        }
         if request.method() != Method::POST {
             return Err((EdgeError::MethodNotAllowed, None));
         }

@@ -45,6 +45,10 @@ pub enum EdgeError {
     HeaderMismatch(&'static str),
     #[error("Unsupported protocol version")]
     UnsupportedVersion { requested: String },
+    /// The authorizer verified a token that names no issuer or subject:
+    /// refused, not served as the anonymous caller every such token would share.
+    #[error("Unauthorized: the token does not identify a caller (iss and sub are required)")]
+    Unidentified,
 }
 
 impl EdgeError {
@@ -53,6 +57,7 @@ impl EdgeError {
             Self::WrongPath => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::HostNotAllowed | Self::OriginNotAllowed => StatusCode::FORBIDDEN,
+            Self::Unidentified => StatusCode::UNAUTHORIZED,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Parse

@@ -39,18 +39,21 @@ pub async fn handle_event<S: ServerHandler + Clone>(
 /// development header the client sends is ignored here.
 fn edge_request(event: lambda_http::Request) -> http::Request<Bytes> {
     let facts = match event.request_context_ref() {
-        Some(RequestContext::ApiGatewayV2(ctx)) => EntryFacts {
-            principal: ctx
-                .authorizer
-                .as_ref()
-                .and_then(|a| a.jwt.as_ref())
-                .and_then(|jwt| Some((jwt.claims.get("iss")?, jwt.claims.get("sub")?)))
-                .map_or(Principal::Anonymous, |(issuer, subject)| Principal::Verified {
-                    issuer: issuer.clone(),
-                    subject: subject.clone(),
-                }),
-            api_domain: ctx.domain_name.clone(),
-        },
+        Some(RequestContext::ApiGatewayV2(ctx)) => {
+            let jwt = ctx.authorizer.as_ref().and_then(|a| a.jwt.as_ref());
+            let claim = |name: &str| jwt.and_then(|jwt| jwt.claims.get(name)).filter(|v| !v.trim().is_empty()).cloned();
+            let principal = match (claim("iss"), claim("sub")) {
+                (Some(issuer), Some(subject)) => Some(Principal::Verified { issuer, subject }),
+                _ => None,
+            };
+            EntryFacts {
+                // A verified token without iss or sub fails closed, never
+                // as the anonymous caller every such token would share.
+                unidentified: jwt.is_some() && principal.is_none(),
+                principal: principal.unwrap_or(Principal::Anonymous),
+                api_domain: ctx.domain_name.clone(),
+            }
+        }
         _ => EntryFacts::default(),
     };
     let (mut parts, body) = event.into_parts();

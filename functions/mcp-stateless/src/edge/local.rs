@@ -65,7 +65,7 @@ async fn local_request<S: ServerHandler + Clone>(
         Ok(collected) => collected.to_bytes(),
         Err(_) => return EdgeError::BodyTooLarge { limit }.into_response(None),
     };
-    parts.extensions.insert(EntryFacts { principal: dev_principal(&parts.headers), api_domain: None });
+    parts.extensions.insert(EntryFacts { principal: dev_principal(&parts.headers), ..EntryFacts::default() });
     endpoint.handle(http::Request::from_parts(parts, body)).await
 }
 

@@ -81,15 +81,20 @@ impl EdgePolicy {
     }
 }
 
-/// The lowercase host of `host[:port]`, keeping IPv6 brackets.
+/// The lowercase host of `host[:port]`, keeping IPv6 brackets. Anything
+/// after the host but a numeric port (`[::1]evil.example`, `localhost:x`)
+/// makes the whole authority the "host", which no allowlist names.
 fn host_of_authority(authority: &str) -> String {
     let authority = authority.trim().trim_end_matches('/');
-    let host = if authority.starts_with('[') {
-        authority.split_inclusive(']').next().unwrap_or(authority)
-    } else {
-        authority.rsplit_once(':').map_or(authority, |(host, _)| host)
+    let (host, rest) = match authority.strip_prefix('[').and_then(|inner| inner.split_once(']')) {
+        Some((address, rest)) => (&authority[..address.len() + 2], rest),
+        None => match authority.rsplit_once(':') {
+            Some((host, port)) => (host, &authority[host.len()..]),
+            None => (authority, ""),
+        },
     };
-    host.to_ascii_lowercase()
+    let port_ok = rest.is_empty() || rest.strip_prefix(':').is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    if port_ok { host.to_ascii_lowercase() } else { authority.to_ascii_lowercase() }
 }
 
 #[cfg(test)]
@@ -104,6 +109,13 @@ mod tests {
         assert!(p.host_allowed("[::1]:8080", None));
         assert!(!p.host_allowed("evil.example.com", None));
         assert!(!p.host_allowed("localhost.evil.example.com:3000", None));
+        // Only a numeric port may follow the host.
+        assert!(!p.host_allowed("[::1]evil.example", None));
+        assert!(!p.host_allowed("[::1]:80evil", None));
+        assert!(!p.host_allowed("localhost:evil", None));
+        assert!(!p.host_allowed("localhost:", None));
+        assert!(p.origin_allowed("http://[::1]:6274", None));
+        assert!(!p.origin_allowed("http://[::1]evil.example", None));
         assert!(p.origin_allowed("http://localhost:6274", None));
         assert!(!p.origin_allowed("http://evil.example.com", None));
         assert!(!p.origin_allowed("null", None));
