@@ -89,7 +89,7 @@ fn host_of_authority(authority: &str) -> String {
     let (host, rest) = match authority.strip_prefix('[').and_then(|inner| inner.split_once(']')) {
         Some((address, rest)) => (&authority[..address.len() + 2], rest),
         None => match authority.rsplit_once(':') {
-            Some((host, port)) => (host, &authority[host.len()..]),
+            Some((host, _port)) => (host, &authority[host.len()..]),
             None => (authority, ""),
         },
     };
