@@ -135,11 +135,9 @@ where
                 .await
                 .map_err(|source| StartError::Listen { addr: addr.clone(), source })?;
             let bound = listener.local_addr()?;
+            edge::local::check_reach(bound, std::env::var(edge::local::DEV_PRINCIPAL_BEYOND_LOOPBACK).is_ok_and(|v| v == "1"))
+                .map_err(StartError::Config)?;
             tracing::info!("MCP server listening on http://{bound}{}", edge::policy::MCP_PATH);
-            if !bound.ip().is_loopback() {
-                // The local server trusts the development principal header.
-                tracing::warn!("the local server is reachable beyond this machine; x-mcp-dev-principal lets any caller choose who they are");
-            }
             Ok(edge::local::serve_local(endpoint, listener).await?)
         }
     }

@@ -69,6 +69,25 @@ async fn local_request<S: ServerHandler + Clone>(
     endpoint.handle(http::Request::from_parts(parts, body)).await
 }
 
+/// Set to `1` to serve the local server beyond loopback anyway.
+pub const DEV_PRINCIPAL_BEYOND_LOOPBACK: &str = "MCP_LOCAL_ALLOW_REMOTE";
+
+/// The local server trusts `x-mcp-dev-principal`, so anyone who can reach it
+/// can be anyone: it refuses a non-loopback address unless told otherwise.
+pub fn check_reach(bound: std::net::SocketAddr, allowed_beyond_loopback: bool) -> Result<(), String> {
+    if bound.ip().is_loopback() {
+        return Ok(());
+    }
+    if allowed_beyond_loopback {
+        tracing::warn!("the local server is reachable beyond this machine; x-mcp-dev-principal lets any caller choose who they are");
+        return Ok(());
+    }
+    Err(format!(
+        "the local server would listen on {bound}, beyond this machine, where x-mcp-dev-principal lets any caller \
+         choose who they are; bind a loopback address, or set {DEV_PRINCIPAL_BEYOND_LOOPBACK}=1 to accept that"
+    ))
+}
+
 /// Local mode only: `x-mcp-dev-principal: <subject>` acts as that subject, so
 /// owner binding can be tried without an identity provider.
 pub fn dev_principal(headers: &http::HeaderMap) -> Principal {
@@ -81,4 +100,18 @@ pub fn dev_principal(headers: &http::HeaderMap) -> Principal {
             issuer: DEV_ISSUER.to_owned(),
             subject: subject.to_owned(),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn beyond_loopback_needs_an_explicit_opt_in() {
+        assert!(check_reach("127.0.0.1:3000".parse().unwrap(), false).is_ok());
+        assert!(check_reach("[::1]:3000".parse().unwrap(), false).is_ok());
+        let error = check_reach("0.0.0.0:3000".parse().unwrap(), false).unwrap_err();
+        assert!(error.contains(DEV_PRINCIPAL_BEYOND_LOOPBACK), "{error}");
+        assert!(check_reach("0.0.0.0:3000".parse().unwrap(), true).is_ok());
+    }
 }
