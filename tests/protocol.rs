@@ -265,3 +265,14 @@ async fn request_state_is_bound_to_the_caller_and_rejects_tampering() {
         assert_eq!(error["message"], "requestState is invalid or expired; retry the request without it");
     }
 }
+
+#[tokio::test]
+async fn misshapen_params_of_a_known_method_are_invalid_params_not_an_unknown_method() {
+    let addr = spawn(everything_endpoint()).await;
+    let body = request(9, "tools/call", json!({"name": "test_simple_text", "arguments": "string"}), json!({}));
+    let reply = post(addr, &body).await;
+    assert_eq!(reply.status, 400);
+    let message = reply.json();
+    assert_eq!(message["error"]["code"], -32602, "{message}");
+    assert_eq!(message["id"], 9);
+}

@@ -165,6 +165,9 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         )
         .map_err(|e| (EdgeError::from(e), id.clone()))?;
         check_version_header(request.headers(), &ctx).map_err(|e| (e, id.clone()))?;
+        if let Some(reason) = crate::protocol::params_misfit(method, object.get("params")) {
+            return Err((EdgeError::Params(reason), id));
+        }
         request.extensions_mut().insert(ctx.clone());
         Ok(Admitted::Request(request, ctx))
     }

@@ -43,6 +43,8 @@ pub enum EdgeError {
     Meta(#[from] MetaError),
     #[error("Header mismatch: {0}")]
     HeaderMismatch(&'static str),
+    #[error("Invalid params: {0}")]
+    Params(String),
     #[error("Unsupported protocol version")]
     UnsupportedVersion { requested: String },
     /// The authorizer verified a token that names no issuer or subject:
@@ -64,6 +66,7 @@ impl EdgeError {
             | Self::Batch
             | Self::NotAnObject
             | Self::Meta(_)
+            | Self::Params(_)
             | Self::HeaderMismatch(_)
             | Self::UnsupportedVersion { .. } => StatusCode::BAD_REQUEST,
         }
@@ -72,7 +75,7 @@ impl EdgeError {
     pub fn code(&self) -> i32 {
         match self {
             Self::Parse => code::PARSE_ERROR,
-            Self::Meta(_) => code::INVALID_PARAMS,
+            Self::Meta(_) | Self::Params(_) => code::INVALID_PARAMS,
             Self::HeaderMismatch(_) => code::HEADER_MISMATCH,
             Self::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
             _ => code::INVALID_REQUEST,
