@@ -33,13 +33,3 @@ impl TaskQueue for SqsTaskQueue {
         })
     }
 }
-
-/// A Lambda deployed without `MCP_TASK_QUEUE_URL`: every task creation
-/// fails with -32603 and this in the log, instead of running nowhere.
-pub struct MissingQueue;
-
-impl TaskQueue for MissingQueue {
-    fn enqueue<'a>(&'a self, _message: &'a TaskMessage) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(async { Err(StoreError::Unavailable("MCP_TASK_QUEUE_URL is not set".into())) })
-    }
-}

@@ -43,11 +43,6 @@ impl TaskBackend {
         Self { in_process: Some(Arc::new(Mutex::new(Some(messages)))), ..Self::new(store, Arc::new(queue), clock) }
     }
 
-    /// Whether task work runs in this process (`cargo run`) rather than in
-    /// a worker fed by a queue.
-    pub fn runs_in_process(&self) -> bool {
-        self.in_process.is_some()
-    }
 
     pub fn with_policy(mut self, policy: TaskPolicy) -> Self {
         self.policy = policy;

@@ -83,10 +83,7 @@ pub(crate) fn store_failed(error: StoreError) -> ErrorData {
 }
 
 fn declares_tasks(ctx: &CallContext) -> bool {
-    ctx.client_capabilities
-        .get("extensions")
-        .and_then(Value::as_object)
-        .is_some_and(|extensions| extensions.contains_key(TASKS_EXTENSION_ID))
+    ctx.declares("extensions", Some(TASKS_EXTENSION_ID))
 }
 
 #[derive(Clone)]
@@ -100,12 +97,21 @@ pub struct Tasks {
 
 impl Tasks {
     pub fn new(store: Arc<dyn TaskStore>, queue: Arc<dyn TaskQueue>, clock: Arc<dyn Clock>, tools: TaskTools) -> Self {
-        Self { store, queue, clock, policy: TaskPolicy::from_env(), tools }
+        Self { store, queue, clock, policy: TaskPolicy::default(), tools }
     }
 
     pub fn with_policy(mut self, policy: TaskPolicy) -> Self {
         self.policy = policy;
         self
+    }
+
+    /// [`transition`] on this store and clock.
+    pub(crate) async fn transition(
+        &self,
+        key: &HandleKey,
+        change: impl FnMut(&mut TaskRecord) -> Decision,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        transition(&*self.store, &*self.clock, key, change).await
     }
 
     pub fn tools(&self) -> &TaskTools {
@@ -205,7 +211,7 @@ impl Tasks {
     async fn dispatch(&self, key: &HandleKey) -> Result<(), ErrorData> {
         let Err(error) = self.queue.enqueue(&TaskMessage::for_key(key)).await else { return Ok(()) };
         tracing::error!(%error, "task queue send failed");
-        let failed = transition(&*self.store, &*self.clock, key, |record| {
+        let failed = self.transition(key, |record| {
             if record.is_terminal() {
                 return Decision::Keep;
             }
@@ -232,7 +238,7 @@ impl Tasks {
         let key = self.key(ctx, task_id)?;
         let now_ms = self.clock.now_ms();
         let deadline = self.policy.start_deadline.as_millis() as u64;
-        let record = transition(&*self.store, &*self.clock, &key, |record| {
+        let record = self.transition(&key, |record| {
             let stalled = record.runnable_since_ms.is_some_and(|since| now_ms > since + deadline);
             if record.is_terminal() || !stalled {
                 return Decision::Keep;
@@ -253,7 +259,7 @@ impl Tasks {
         let key = self.key(ctx, &params.task_id)?;
         let now_ms = self.clock.now_ms();
         let mut resumed = false;
-        transition(&*self.store, &*self.clock, &key, |record| {
+        self.transition(&key, |record| {
             resumed = false;
             if record.status != TaskStatus::InputRequired {
                 return Decision::Keep;
@@ -288,7 +294,7 @@ impl Tasks {
     /// at its next heartbeat and stops. A terminal task is left as it is.
     pub async fn cancel(&self, ctx: &CallContext, task_id: &str) -> Result<(), ErrorData> {
         let key = self.key(ctx, task_id)?;
-        transition(&*self.store, &*self.clock, &key, |record| {
+        self.transition(&key, |record| {
             if record.is_terminal() {
                 return Decision::Keep;
             }

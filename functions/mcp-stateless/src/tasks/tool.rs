@@ -211,10 +211,6 @@ impl TaskTools {
         self.tools.get(name)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
-    }
-
     pub fn iter(&self) -> impl Iterator<Item = &TaskTool> {
         self.tools.values()
     }

@@ -21,7 +21,7 @@ use super::{
     queue::TaskMessage,
     record::{Lease, TaskRecord},
     service::Tasks,
-    store::{Decision, transition},
+    store::Decision,
     tool::{TaskRun, TaskStep},
 };
 use crate::{handles::HandleKey, protocol::capability_guard::missing_capabilities, random, storage::StoreError};
@@ -102,7 +102,7 @@ impl TaskWorker {
     async fn claim(&self, key: &HandleKey, holder: &str) -> Result<Option<TaskRecord>, StoreError> {
         let now_ms = self.tasks.clock.now_ms();
         let lease = self.tasks.policy.lease.as_millis() as u64;
-        let record = transition(&*self.tasks.store, &*self.tasks.clock, key, |record| {
+        let record = self.tasks.transition(key, |record| {
             let leased_elsewhere = record.lease.as_ref().is_some_and(|l| l.holder != holder && l.until_ms > now_ms);
             if record.status != TaskStatus::Working || leased_elsewhere {
                 return Decision::Keep;
@@ -170,7 +170,7 @@ impl TaskWorker {
     async fn beat(&self, key: &HandleKey, holder: &str, message: Option<String>) -> Result<bool, StoreError> {
         let now_ms = self.tasks.clock.now_ms();
         let lease = self.tasks.policy.lease.as_millis() as u64;
-        let record = transition(&*self.tasks.store, &*self.tasks.clock, key, |record| {
+        let record = self.tasks.transition(key, |record| {
             if record.is_terminal() || !holds(record, holder) {
                 return Decision::Keep;
             }
@@ -203,26 +203,19 @@ impl TaskWorker {
                 return Disposition::Retry;
             }
         };
-        let written = transition(&*self.tasks.store, &*self.tasks.clock, key, |record| {
+        let written = self.tasks.transition(key, |record| {
             if record.is_terminal() || !holds(record, holder) {
                 return Decision::Keep;
             }
             apply(record, &step);
             Decision::Write
-        })
-        .await;
-        match written {
-            Ok(_) => Disposition::Done,
-            Err(error) => {
-                tracing::error!(%error, "could not store a task's outcome; leaving the message for a retry");
-                Disposition::Retry
-            }
-        }
+        });
+        done_or_retry(written.await, "could not store a task's outcome")
     }
 
     /// Gives the lease up so a retry need not wait for it to lapse.
     async fn release(&self, key: &HandleKey, holder: &str) {
-        let released = transition(&*self.tasks.store, &*self.tasks.clock, key, |record| {
+        let released = self.tasks.transition(key, |record| {
             if !holds(record, holder) {
                 return Decision::Keep;
             }
@@ -239,20 +232,26 @@ impl TaskWorker {
     /// ends `failed`, unless it already ended.
     pub async fn dead_letter(&self, message: &TaskMessage, receives: u32) -> Disposition {
         let text = format!("The task failed: its worker did not finish it after {receives} attempt(s).");
-        let failed = transition(&*self.tasks.store, &*self.tasks.clock, &message.key(), |record| {
+        let key = message.key();
+        let failed = self.tasks.transition(&key, |record| {
             if record.is_terminal() {
                 return Decision::Keep;
             }
             record.fail(ErrorCode::INTERNAL_ERROR.0, &text);
             Decision::Write
-        })
-        .await;
-        match failed {
-            Ok(_) => Disposition::Done,
-            Err(error) => {
-                tracing::error!(%error, "could not fail a dead-lettered task");
-                Disposition::Retry
-            }
+        });
+        done_or_retry(failed.await, "could not fail a dead-lettered task")
+    }
+}
+
+/// A written outcome deletes the message; a store failure leaves it for a
+/// retry.
+fn done_or_retry<T>(written: Result<T, StoreError>, failure: &str) -> Disposition {
+    match written {
+        Ok(_) => Disposition::Done,
+        Err(error) => {
+            tracing::error!(%error, "{failure}; leaving the message for a retry");
+            Disposition::Retry
         }
     }
 }
