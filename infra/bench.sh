@@ -22,11 +22,11 @@ bash infra/install-tools.sh
 export PATH="$VENV/bin:$PATH"
 
 say "release builds: the starter (native) and the Lambda artifacts (arm64)"
-cargo build --locked --release -p starter 2>&1 | tail -n 1
-binary="$ROOT/target/release/starter"
+cargo build --locked --release -p "$FUNCTION" 2>&1 | tail -n 1
+binary="$ROOT/target/release/$FUNCTION"
 if rustup target list --installed | grep -q aarch64-unknown-linux-gnu; then
-  cargo lambda build --release --arm64 -p starter -p starter-worker 2>&1 | tail -n 1
-  for function in starter starter-worker; do
+  cargo lambda build --release --arm64 -p "$FUNCTION" -p "$FUNCTION-worker" 2>&1 | tail -n 1
+  for function in "$FUNCTION" "$FUNCTION-worker"; do
     artifact="$ROOT/target/lambda/$function/bootstrap"
     say "Lambda artifact $function (arm64, stripped): $(awk -v b="$(stat -c %s "$artifact")" 'BEGIN {printf "%.2f MB", b / 1e6}') (target: 7 MB or less)"
   done
@@ -40,7 +40,7 @@ if [ -f "$shared_bench" ]; then
   command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
   say "side by side with bare rmcp (shared bench; the starter is the server under test)"
   bash "$shared_bench" --setup >"$STATE_DIR/bench-setup.log" 2>&1
-  PEERS="${BENCH_PEERS:-rmcp rmcp2}" SUT_NAME=starter SUT_BIN="$binary" \
+  PEERS="${BENCH_PEERS:-rmcp rmcp2}" SUT_NAME="$FUNCTION" SUT_BIN="$binary" \
     bash "$shared_bench" "$binary" 18200 echo 2>&1 | tee "$STATE_DIR/bench-shared.txt" | sed -n '/^|/p;/^bench:/p'
 else
   say "skipped the side-by-side run: no shared bench beside the repository"

@@ -11,6 +11,9 @@ MOTO_PORT="${MOTO_PORT:-5055}"
 # What the local stack is called: the audience, and the alias prefix, as the
 # stack name is in template.yaml.
 LOCAL_STACK="${LOCAL_STACK:-mcp-local}"
+# The function crate the scripts build and run (functions/$FUNCTION, its
+# worker functions/$FUNCTION-worker); infra/rename.sh changes it.
+FUNCTION="starter"
 mkdir -p "$STATE_DIR"
 
 say() { printf '[%s] %s\n' "$(basename "$0" .sh)" "$*"; }

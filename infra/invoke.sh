@@ -5,4 +5,4 @@
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 fixture="${1:-apigw-v2-tools-list.json}"
-exec "$VENV/bin/cargo-lambda" lambda invoke starter -A 127.0.0.1 -P 9000 --data-file "tests/fixtures/$fixture"
+exec "$VENV/bin/cargo-lambda" lambda invoke "$FUNCTION" -A 127.0.0.1 -P 9000 --data-file "tests/fixtures/$fixture"

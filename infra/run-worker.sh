@@ -7,7 +7,7 @@
 #   bash infra/run-worker.sh everything-worker
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
-bin="${1:-starter-worker}"
+bin="${1:-$FUNCTION-worker}"
 bash infra/start-emulators.sh
 bash infra/bootstrap.sh
 # shellcheck disable=SC1091

@@ -3,7 +3,8 @@
 # emulator, creates the table and key from template.yaml, runs every Rust
 # test (unit, HTTP, Lambda events, KMS and DynamoDB through the emulator),
 # checks the template (sam validate --lint, cfn-lint, the translated-template
-# test) and runs the official MCP conformance suite (core and tasks
+# test) and the workflows (actionlint), proves a fork can rename the
+# function and delete every example (infra/fork-test.sh), and runs the official MCP conformance suite (core and tasks
 # scenarios) against the everything function, first with zero set-up, then
 # on the emulator with a separate task worker process. Stops what it started.
 source "$(dirname "$0")/common.sh"
@@ -36,6 +37,13 @@ say "template: sam validate --lint, cfn-lint, translated-template test"
 "$VENV/bin/cfn-lint" template.yaml
 "$VENV/bin/pytest" -q -p no:cacheprovider tests/template | tee "$STATE_DIR/pytest.log"
 pytest_passed="$(grep -Eo '[0-9]+ passed' "$STATE_DIR/pytest.log" | tail -n 1 | cut -d' ' -f1)"
+
+say "workflows: actionlint"
+bash infra/lint-workflows.sh
+
+say "fork: rename, delete the example tools, build and test what remains"
+bash infra/fork-test.sh
+fork_passed="$(cat "$STATE_DIR/fork-passed.txt")"
 
 say "conformance: the official MCP suite against the everything function"
 cargo build --locked -p everything
@@ -80,5 +88,5 @@ conformance core-emulated core "$port"
 conformance tasks-emulated tasks "$port"
 grep -q "task run started" "$STATE_DIR/everything-worker.log" || { echo "the separate worker ran no task" >&2; exit 1; }
 
-say "cargo tests: $cargo_passed passed; template tests: $pytest_passed passed; conformance checks: $conformance_passed passed"
-echo "summary: $((cargo_passed + pytest_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"
+say "cargo tests: $cargo_passed passed; template tests: $pytest_passed passed; fork tests: $fork_passed passed; conformance checks: $conformance_passed passed"
+echo "summary: $((cargo_passed + pytest_passed + fork_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"

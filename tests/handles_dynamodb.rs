@@ -1,56 +1,64 @@
 //! Explicit handles as DynamoDB items (moto's DynamoDB, real AWS SDK):
-//! owner-bound, expiring, safe under concurrency.
+//! owner-bound, expiring, safe under concurrency. Driven through the
+//! fixture tools (`open_list`, `append`, `show_list`, `discard_list`).
 
 use std::sync::Arc;
 
-use e2e::{emulator::*, *};
+use e2e::{emulator::*, fixture_server::LIST, *};
 use mcp_stateless::{
     Principal,
     clock::{ManualClock, SystemClock},
     handles::HandleKey,
 };
 use serde_json::{Value, json};
-use starter::tools::basket::BASKET;
+
+async fn open_list(addr: std::net::SocketAddr, who: &str) -> String {
+    text_of(&call_tool(addr, who, "open_list", json!({}), json!({}), json!({})).await)
+}
+
+async fn show(addr: std::net::SocketAddr, who: &str, list: &str) -> Value {
+    call_tool(addr, who, "show_list", json!({"list": list}), json!({}), json!({})).await
+}
+
+async fn append(addr: std::net::SocketAddr, who: &str, list: &str, entry: &str) -> Value {
+    call_tool(addr, who, "append", json!({"list": list, "entry": entry}), json!({}), json!({})).await
+}
 
 #[tokio::test]
-async fn basket_lifecycle_across_two_instances() {
+async fn handle_lifecycle_across_two_instances() {
     let sdk = sdk().await;
     let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-life");
-    let a = start_starter(&settings, Arc::new(SystemClock)).await;
-    let b = start_starter(&settings, Arc::new(SystemClock)).await;
+    let a = start_fixtures(&settings, Arc::new(SystemClock)).await;
+    let b = start_fixtures(&settings, Arc::new(SystemClock)).await;
 
-    let basket = basket_in(&call_tool(a, "alice", "create_basket", json!({}), json!({}), json!({})).await);
-    assert!(BASKET.is_well_formed(&basket), "{basket}");
-    call_tool(b, "alice", "add_item", json!({"basket": basket, "item": "bread", "quantity": 1}), json!({}), json!({})).await;
-    call_tool(a, "alice", "add_item", json!({"basket": basket, "item": "jam", "quantity": 2}), json!({}), json!({})).await;
-    let view = call_tool(b, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
-    assert_eq!(
-        view["result"]["structuredContent"]["lines"],
-        json!([{"item": "bread", "quantity": 1}, {"item": "jam", "quantity": 2}])
-    );
+    let list = open_list(a, "alice").await;
+    assert!(LIST.is_well_formed(&list), "{list}");
+    append(b, "alice", &list, "bread").await;
+    append(a, "alice", &list, "jam").await;
+    assert_eq!(show(b, "alice", &list).await["result"]["structuredContent"]["entries"], json!(["bread", "jam"]));
 
-    let round1 = call_tool(a, "alice", "checkout", json!({"basket": basket}), json!({"elicitation": {}}), json!({})).await;
+    let round1 = call_tool(a, "alice", "discard_list", json!({"list": list}), json!({"elicitation": {}}), json!({})).await;
     let state = round1["result"]["requestState"].as_str().unwrap();
     let reply = json!({"requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
-    let placed = call_tool(b, "alice", "checkout", json!({"basket": basket}), json!({"elicitation": {}}), reply).await;
-    assert_eq!(text_of(&placed), "Order placed for 2 line(s). The basket is closed.");
-    let gone = call_tool(a, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+    let discarded = call_tool(b, "alice", "discard_list", json!({"list": list}), json!({"elicitation": {}}), reply).await;
+    assert_eq!(text_of(&discarded), "Discarded 2 entries.");
+    let gone = show(a, "alice", &list).await;
     assert_eq!(gone["result"]["isError"], true);
-    assert!(text_of(&gone).starts_with("Unknown basket handle"));
+    assert!(text_of(&gone).starts_with("Unknown list handle"), "{gone}");
     assert_eq!(scan(&sdk, &settings.table_name.clone().unwrap()).await.iter().filter(|i| i["pk"].as_s().unwrap().starts_with("handle#")).count(), 0);
 }
 
 #[tokio::test]
 async fn foreign_unknown_and_malformed_handles_get_the_same_answer() {
     let sdk = sdk().await;
-    let addr = start_starter(&settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-foreign"), Arc::new(SystemClock)).await;
-    let basket = basket_in(&call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await);
+    let addr = start_fixtures(&settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-foreign"), Arc::new(SystemClock)).await;
+    let list = open_list(addr, "alice").await;
 
     let results: Vec<Value> = futures::future::join_all([
-        call_tool(addr, "bob", "view_basket", json!({"basket": basket}), json!({}), json!({})),
-        call_tool(addr, "alice", "view_basket", json!({"basket": BASKET.mint()}), json!({}), json!({})),
-        call_tool(addr, "alice", "view_basket", json!({"basket": "bsk_../../etc"}), json!({}), json!({})),
-        call_tool(addr, "bob", "add_item", json!({"basket": basket, "item": "x", "quantity": 1}), json!({}), json!({})),
+        call_tool(addr, "bob", "show_list", json!({"list": list}), json!({}), json!({})),
+        call_tool(addr, "alice", "show_list", json!({"list": LIST.mint()}), json!({}), json!({})),
+        call_tool(addr, "alice", "show_list", json!({"list": "lst_../../etc"}), json!({}), json!({})),
+        call_tool(addr, "bob", "append", json!({"list": list, "entry": "x"}), json!({}), json!({})),
     ])
     .await
     .into_iter()
@@ -61,34 +69,29 @@ async fn foreign_unknown_and_malformed_handles_get_the_same_answer() {
     }
     assert_eq!(results[0]["isError"], true);
     // Bob's attempt changed nothing.
-    let mine = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
-    assert_eq!(mine["result"]["structuredContent"]["lines"], json!([]));
+    assert_eq!(show(addr, "alice", &list).await["result"]["structuredContent"]["entries"], json!([]));
 }
 
 #[tokio::test]
-async fn an_expired_basket_says_so_and_is_deleted() {
+async fn an_expired_handle_says_so_and_is_deleted() {
     let sdk = sdk().await;
     let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-expiry");
     let clock = ManualClock::at(1_800_000_000);
-    let addr = start_starter(&settings, Arc::new(clock.clone())).await;
-    let basket = basket_in(&call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await);
+    let addr = start_fixtures(&settings, Arc::new(clock.clone())).await;
+    let list = open_list(addr, "alice").await;
 
     // Sliding expiry: used after 20 hours, still alive 20 hours later.
     clock.advance(20 * 3600);
-    call_tool(addr, "alice", "add_item", json!({"basket": basket, "item": "rice", "quantity": 1}), json!({}), json!({})).await;
+    append(addr, "alice", &list, "rice").await;
     clock.advance(20 * 3600);
-    let alive = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
-    assert_eq!(alive["result"]["structuredContent"]["lines"][0]["item"], "rice");
+    assert_eq!(show(addr, "alice", &list).await["result"]["structuredContent"]["entries"][0], "rice");
 
     clock.advance(24 * 3600 + 1);
-    let expired = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+    let expired = show(addr, "alice", &list).await;
     assert_eq!(expired["result"]["isError"], true);
-    assert_eq!(
-        text_of(&expired),
-        "This basket expired after 24 hours of inactivity. Create a new basket with create_basket."
-    );
+    assert_eq!(text_of(&expired), "This list expired after 24 hours of inactivity. Create a new list with open_list.");
     // DynamoDB's TTL sweep may lag by days (moto never runs it): the read deleted it.
-    let key = HandleKey::new(&Principal::Verified { issuer: "local-dev".into(), subject: "alice".into() }, &BASKET, &basket);
+    let key = HandleKey::new(&Principal::Verified { issuer: "local-dev".into(), subject: "alice".into() }, &LIST, &list);
     let item = aws_sdk_dynamodb::Client::new(&sdk)
         .get_item()
         .table_name(settings.table_name.as_deref().unwrap())
@@ -98,36 +101,33 @@ async fn an_expired_basket_says_so_and_is_deleted() {
         .unwrap()
         .item;
     assert!(item.is_none(), "expired item still stored: {item:?}");
-    let again = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
-    assert!(text_of(&again).starts_with("Unknown basket handle"));
+    assert!(text_of(&show(addr, "alice", &list).await).starts_with("Unknown list handle"));
 }
 
 #[tokio::test]
-async fn a_hundred_concurrent_adds_over_two_instances_lose_nothing() {
+async fn a_hundred_concurrent_appends_over_two_instances_lose_nothing() {
     let sdk = sdk().await;
     let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-race");
-    let a = start_starter(&settings, Arc::new(SystemClock)).await;
-    let b = start_starter(&settings, Arc::new(SystemClock)).await;
-    let basket = basket_in(&call_tool(a, "alice", "create_basket", json!({}), json!({}), json!({})).await);
+    let a = start_fixtures(&settings, Arc::new(SystemClock)).await;
+    let b = start_fixtures(&settings, Arc::new(SystemClock)).await;
+    let list = open_list(a, "alice").await;
 
-    let adds = (0..100).map(|i| {
-        let basket = basket.clone();
+    let appends = (0..100).map(|i| {
+        let list = list.clone();
         let addr = if i % 2 == 0 { a } else { b };
-        tokio::spawn(async move {
-            call_tool(addr, "alice", "add_item", json!({"basket": basket, "item": format!("item-{i}"), "quantity": 1}), json!({}), json!({})).await
-        })
+        tokio::spawn(async move { append(addr, "alice", &list, &format!("entry-{i}")).await })
     });
-    for added in futures::future::join_all(adds).await {
-        let added = added.unwrap();
-        assert!(text_of(&added).starts_with("Added"), "{added}");
+    for appended in futures::future::join_all(appends).await {
+        let appended = appended.unwrap();
+        assert!(text_of(&appended).ends_with("entries"), "{appended}");
     }
-    let view = call_tool(a, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
-    let lines = view["result"]["structuredContent"]["lines"].as_array().unwrap();
-    assert_eq!(lines.len(), 100);
-    let mut names: Vec<&str> = lines.iter().map(|l| l["item"].as_str().unwrap()).collect();
+    let view = show(a, "alice", &list).await;
+    let entries = view["result"]["structuredContent"]["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 100);
+    let mut names: Vec<&str> = entries.iter().map(|e| e.as_str().unwrap()).collect();
     names.sort();
     names.dedup();
-    assert_eq!(names.len(), 100, "every add landed exactly once");
+    assert_eq!(names.len(), 100, "every append landed exactly once");
 }
 
 #[tokio::test]
@@ -147,13 +147,13 @@ async fn dynamodb_down_is_an_internal_error_and_bad_handles_never_reach_it() {
         handles: Handles::new(store, clock.clone()),
         tasks: mcp_stateless::tasks::TaskBackend::in_process(clock),
     };
-    let addr = start_starter_with(deps).await;
-    let created = call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await;
+    let addr = start_fixtures_with(deps).await;
+    let created = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
     assert_eq!(created["error"]["code"], -32603, "{created}");
     assert_eq!(created["error"]["message"], "storage unavailable");
     // A malformed handle is answered without any DynamoDB call (which would fail).
-    let malformed = call_tool(addr, "alice", "view_basket", json!({"basket": "nope"}), json!({}), json!({})).await;
-    assert!(text_of(&malformed).starts_with("Unknown basket handle"), "{malformed}");
+    let malformed = show(addr, "alice", "nope").await;
+    assert!(text_of(&malformed).starts_with("Unknown list handle"), "{malformed}");
 }
 
 /// Read-modify-write through `Handles::update`: each writer reads the
@@ -165,13 +165,13 @@ async fn compare_and_set_updates_lose_nothing_under_contention() {
     let table = fresh_table(&sdk).await;
     let handles = Handles::new(Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), &table)), Arc::new(SystemClock));
     let alice = caller("alice");
-    let handle = handles.create(&alice, &BASKET, json!({"count": 0})).await.unwrap();
+    let handle = handles.create(&alice, &LIST, json!({"count": 0})).await.unwrap();
 
     let writers = (0..10).map(|_| {
         let (handles, alice, handle) = (handles.clone(), alice.clone(), handle.clone());
         tokio::spawn(async move {
             handles
-                .update(&alice, &BASKET, &handle, |data| data["count"] = json!(data["count"].as_u64().unwrap() + 1))
+                .update(&alice, &LIST, &handle, |data| data["count"] = json!(data["count"].as_u64().unwrap() + 1))
                 .await
         })
     });
@@ -179,12 +179,12 @@ async fn compare_and_set_updates_lose_nothing_under_contention() {
     let succeeded = outcomes.iter().filter(|o| o.is_ok()).count();
     assert!(outcomes.iter().all(|o| matches!(o, Ok(_) | Err(HandleFailure::Busy))), "{outcomes:?}");
     assert!(succeeded >= 5, "backoff should let most writers through: {succeeded}/10");
-    let record = handles.read(&alice, &BASKET, &handle).await.unwrap();
+    let record = handles.read(&alice, &LIST, &handle).await.unwrap();
     assert_eq!(record.data["count"], json!(succeeded), "every successful update counted once");
     assert_eq!(record.version, 1 + succeeded as u64);
 
     // Somebody else's compare-and-set finds nothing, and changes nothing.
     let bob = caller("bob");
-    assert_eq!(handles.update(&bob, &BASKET, &handle, |data| data["count"] = json!(999)).await.unwrap_err(), HandleFailure::Unknown);
-    assert_eq!(handles.read(&alice, &BASKET, &handle).await.unwrap().data["count"], json!(succeeded));
+    assert_eq!(handles.update(&bob, &LIST, &handle, |data| data["count"] = json!(999)).await.unwrap_err(), HandleFailure::Unknown);
+    assert_eq!(handles.read(&alice, &LIST, &handle).await.unwrap().data["count"], json!(succeeded));
 }

@@ -5,11 +5,17 @@
 
 use e2e::*;
 use lambda_http::{Body, request::LambdaRequest};
-use mcp_stateless::{Dependencies, EdgePolicy, McpEndpoint, Mode};
-use serde_json::Value;
+use e2e::fixture_server::FixtureServer;
+use mcp_stateless::{Dependencies, McpEndpoint, Mode};
+use serde_json::{Value, json};
 
-fn starter(mode: Mode) -> McpEndpoint<starter::StarterServer> {
-    McpEndpoint::new(starter::StarterServer::new(Dependencies::in_process()), EdgePolicy::new(mode))
+fn fixtures(mode: Mode) -> McpEndpoint<FixtureServer> {
+    fixture_endpoint(Dependencies::in_process(), mode)
+}
+
+/// What the fixtures' `whoami` answers for a verified caller.
+fn verified(issuer: &str, subject: &str) -> String {
+    json!({"Verified": {"issuer": issuer, "subject": subject}}).to_string()
 }
 
 fn fixture(name: &str) -> (lambda_http::Request, Value) {
@@ -28,7 +34,7 @@ fn fixture(name: &str) -> (lambda_http::Request, Value) {
 
 async fn invoke(name: &str) -> (u16, Value, Value) {
     let (request, body) = fixture(name);
-    let response = mcp_stateless::edge::lambda::handle_event(&starter(Mode::Lambda), request).await;
+    let response = mcp_stateless::edge::lambda::handle_event(&fixtures(Mode::Lambda), request).await;
     let status = response.status().as_u16();
     let message: Value = match response.body() {
         Body::Text(text) => serde_json::from_str(text).unwrap(),
@@ -39,7 +45,7 @@ async fn invoke(name: &str) -> (u16, Value, Value) {
 
 #[tokio::test]
 async fn api_gateway_and_function_url_answer_like_the_local_server() {
-    let local = spawn(starter(Mode::Local)).await;
+    let local = spawn(fixtures(Mode::Local)).await;
     for name in ["apigw-v2-tools-list.json", "function-url-tools-list.json"] {
         let (status, from_lambda, body) = invoke(name).await;
         assert_eq!(status, 200, "{name}: {from_lambda}");
@@ -55,28 +61,28 @@ async fn principal_comes_from_the_jwt_authorizer_only() {
     // The fixture also sends `x-mcp-dev-principal: mallory`, which Lambda ignores.
     let (status, message, _) = invoke("apigw-v2-whoami.json").await;
     assert_eq!(status, 200);
-    assert_eq!(message["result"]["content"][0]["text"], "subject user-1 from issuer https://issuer.example.com/");
+    assert_eq!(message["result"]["content"][0]["text"], verified("https://issuer.example.com/", "user-1"));
 
     let (status, message, _) = invoke("function-url-whoami.json").await;
     assert_eq!(status, 200);
-    assert_eq!(message["result"]["content"][0]["text"], "anonymous");
+    assert_eq!(message["result"]["content"][0]["text"], "\"Anonymous\"");
 }
 
 #[tokio::test]
 async fn local_mode_honours_the_development_principal() {
-    let local = spawn(starter(Mode::Local)).await;
-    let call = request(1, "tools/call", serde_json::json!({"name": "whoami", "arguments": {}}), serde_json::json!({}));
+    let local = spawn(fixtures(Mode::Local)).await;
+    let call = request(1, "tools/call", json!({"name": "whoami", "arguments": {}}), json!({}));
     let as_dev = post_with(local, &call, |h| set_header(h, "x-mcp-dev-principal", "alice")).await;
-    assert_eq!(as_dev.json()["result"]["content"][0]["text"], "subject alice from issuer local-dev");
+    assert_eq!(as_dev.json()["result"]["content"][0]["text"], verified("local-dev", "alice"));
     let anonymous = post(local, &call).await;
-    assert_eq!(anonymous.json()["result"]["content"][0]["text"], "anonymous");
+    assert_eq!(anonymous.json()["result"]["content"][0]["text"], "\"Anonymous\"");
 }
 
 #[tokio::test]
 async fn lambda_rejects_hosts_other_than_the_api_domain() {
     let (mut request, _) = fixture("apigw-v2-tools-list.json");
     request.headers_mut().insert("host", "evil.example.com".parse().unwrap());
-    let response = mcp_stateless::edge::lambda::handle_event(&starter(Mode::Lambda), request).await;
+    let response = mcp_stateless::edge::lambda::handle_event(&fixtures(Mode::Lambda), request).await;
     assert_eq!(response.status(), 403);
 }
 
@@ -88,7 +94,7 @@ async fn protected_resource_metadata_is_served_without_auth_at_both_paths() {
         scopes_supported: vec!["mcp".into()],
         resource: None,
     };
-    let endpoint = starter(Mode::Lambda).with_resource_metadata(metadata);
+    let endpoint = fixtures(Mode::Lambda).with_resource_metadata(metadata);
     for path in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] {
         let (mut request, _) = fixture("function-url-tools-list.json");
         *request.method_mut() = http::Method::GET;
@@ -98,14 +104,14 @@ async fn protected_resource_metadata_is_served_without_auth_at_both_paths() {
         let Body::Text(text) = response.body() else { panic!("{path}: no body") };
         let document: Value = serde_json::from_str(text).unwrap();
         assert_eq!(document["resource"], "https://abcdefghijklmnopqrstuvwxyz0123.lambda-url.eu-west-1.on.aws/mcp");
-        assert_eq!(document["authorization_servers"], serde_json::json!(["https://issuer.example.com/"]));
-        assert_eq!(document["scopes_supported"], serde_json::json!(["mcp"]));
+        assert_eq!(document["authorization_servers"], json!(["https://issuer.example.com/"]));
+        assert_eq!(document["scopes_supported"], json!(["mcp"]));
     }
     // Auth off (no authorization server configured): nothing is published.
     let (mut request, _) = fixture("function-url-tools-list.json");
     *request.method_mut() = http::Method::GET;
     *request.uri_mut() = "/.well-known/oauth-protected-resource".parse().unwrap();
-    assert_eq!(mcp_stateless::edge::lambda::handle_event(&starter(Mode::Lambda), request).await.status(), 404);
+    assert_eq!(mcp_stateless::edge::lambda::handle_event(&fixtures(Mode::Lambda), request).await.status(), 404);
 }
 
 #[tokio::test]
@@ -115,7 +121,7 @@ async fn a_verified_token_without_a_subject_or_issuer_is_refused_not_anonymous()
         let mut event: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         event["requestContext"]["authorizer"]["jwt"]["claims"].as_object_mut().unwrap().remove(missing);
         let request: lambda_http::Request = serde_json::from_value::<LambdaRequest>(event).unwrap().into();
-        let response = mcp_stateless::edge::lambda::handle_event(&starter(Mode::Lambda), request).await;
+        let response = mcp_stateless::edge::lambda::handle_event(&fixtures(Mode::Lambda), request).await;
         assert_eq!(response.status().as_u16(), 401, "without {missing}");
         let Body::Text(text) = response.body() else { panic!("a JSON-RPC error body") };
         assert!(text.contains("iss and sub are required"), "{text}");

@@ -24,37 +24,25 @@ async fn kms_sealer(key: &str, audience: &str, window: KeyWindow, clock: ManualC
 async fn multi_round_flow_hops_between_independent_instances() {
     let sdk = sdk().await;
     let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-hop");
-    let a = start_starter(&settings, Arc::new(SystemClock)).await;
-    let b = start_starter(&settings, Arc::new(SystemClock)).await;
+    let a = start_fixtures(&settings, Arc::new(SystemClock)).await;
+    let b = start_fixtures(&settings, Arc::new(SystemClock)).await;
 
-    let round1 = call_tool(a, "alice", "plan_reminder", json!({}), ELICIT(), json!({})).await;
+    let round1 = call_tool(a, "alice", "two_questions", json!({}), ELICIT(), json!({})).await;
     let state1 = round1["result"]["requestState"].as_str().unwrap().to_owned();
-    let round2 = call_tool(
-        b,
-        "alice",
-        "plan_reminder",
-        json!({}),
-        ELICIT(),
-        json!({"requestState": state1, "inputResponses": {"what": {"action": "accept", "content": {"what": "water the plants"}}}}),
-    )
-    .await;
+    let round2 = call_tool(b, "alice", "two_questions", json!({}), ELICIT(), answer(&state1, "first", "tea")).await;
     assert_eq!(round2["result"]["resultType"], "input_required", "{round2}");
     let state2 = round2["result"]["requestState"].as_str().unwrap().to_owned();
     assert_ne!(state1, state2, "round two carries a fresh state");
-    let round3 = call_tool(
-        a,
-        "alice",
-        "plan_reminder",
-        json!({}),
-        ELICIT(),
-        json!({"requestState": state2, "inputResponses": {"when": {"action": "accept", "content": {"when": "2026-12-01T09:00:00Z"}}}}),
-    )
-    .await;
-    assert_eq!(text_of(&round3), "Reminder set: water the plants, at 2026-12-01T09:00:00Z.");
+    let round3 = call_tool(a, "alice", "two_questions", json!({}), ELICIT(), answer(&state2, "second", "cake")).await;
+    assert_eq!(text_of(&round3), "tea, cake");
 
     // Declining ends the flow with a normal result.
-    let declined = call_tool(a, "alice", "plan_reminder", json!({}), ELICIT(), json!({"requestState": state1, "inputResponses": {"what": {"action": "decline"}}})).await;
-    assert_eq!(text_of(&declined), "No reminder was set.");
+    let declined = call_tool(a, "alice", "two_questions", json!({}), ELICIT(), json!({"requestState": state1, "inputResponses": {"first": {"action": "decline"}}})).await;
+    assert_eq!(text_of(&declined), "Stopped.");
+}
+
+fn answer(state: &str, key: &str, text: &str) -> Value {
+    json!({"requestState": state, "inputResponses": {key: {"action": "accept", "content": {key: text}}}})
 }
 
 #[tokio::test]
@@ -129,14 +117,14 @@ async fn state_sealed_before_a_key_rotation_still_opens() {
     assert_eq!(cold_calls.decrypt.load(std::sync::atomic::Ordering::Relaxed), 1);
 }
 
-/// Round one of a confirmed checkout of a one-line basket; returns the state.
-async fn checkout_round1(addr: std::net::SocketAddr, who: &str) -> (String, String) {
-    let created = call_tool(addr, who, "create_basket", json!({}), json!({}), json!({})).await;
-    let basket = basket_in(&created);
-    let added = call_tool(addr, who, "add_item", json!({"basket": basket, "item": "tea", "quantity": 1}), json!({}), json!({})).await;
-    assert!(text_of(&added).starts_with("Added"), "{added}");
-    let round1 = call_tool(addr, who, "checkout", json!({"basket": basket}), ELICIT(), json!({})).await;
-    (basket, round1["result"]["requestState"].as_str().unwrap_or_else(|| panic!("{round1}")).to_owned())
+/// Round one of a confirmed discard of a one-entry list; returns the list
+/// and the state.
+async fn discard_round1(addr: std::net::SocketAddr, who: &str) -> (String, String) {
+    let list = text_of(&call_tool(addr, who, "open_list", json!({}), json!({}), json!({})).await);
+    let appended = call_tool(addr, who, "append", json!({"list": list, "entry": "tea"}), json!({}), json!({})).await;
+    assert_eq!(text_of(&appended), "1 entries", "{appended}");
+    let round1 = call_tool(addr, who, "discard_list", json!({"list": list}), ELICIT(), json!({})).await;
+    (list, round1["result"]["requestState"].as_str().unwrap_or_else(|| panic!("{round1}")).to_owned())
 }
 
 fn confirm(state: &str) -> Value {
@@ -147,25 +135,24 @@ fn confirm(state: &str) -> Value {
 async fn single_use_state_is_refused_on_replay_and_multi_use_is_not() {
     let sdk = sdk().await;
     let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-once");
-    let a = start_starter(&settings, Arc::new(SystemClock)).await;
-    let b = start_starter(&settings, Arc::new(SystemClock)).await;
+    let a = start_fixtures(&settings, Arc::new(SystemClock)).await;
+    let b = start_fixtures(&settings, Arc::new(SystemClock)).await;
 
-    let (basket, state) = checkout_round1(a, "alice").await;
-    let placed = call_tool(b, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&state)).await;
-    assert_eq!(text_of(&placed), "Order placed for 1 line(s). The basket is closed.");
+    let (list, state) = discard_round1(a, "alice").await;
+    let placed = call_tool(b, "alice", "discard_list", json!({"list": list}), ELICIT(), confirm(&state)).await;
+    assert_eq!(text_of(&placed), "Discarded 1 entries.");
     for instance in [a, b] {
-        let replay = call_tool(instance, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&state)).await;
+        let replay = call_tool(instance, "alice", "discard_list", json!({"list": list}), ELICIT(), confirm(&state)).await;
         assert_eq!(replay["error"]["code"], -32602, "{replay}");
         assert_eq!(replay["error"]["message"], "requestState is invalid or expired; retry the request without it");
     }
 
-    // plan_reminder's state is multi-use (the spec's default): a retry of
+    // two_questions' state is multi-use (the spec's default): a retry of
     // round two within the expiry is served again.
-    let round1 = call_tool(a, "alice", "plan_reminder", json!({}), ELICIT(), json!({})).await;
+    let round1 = call_tool(a, "alice", "two_questions", json!({}), ELICIT(), json!({})).await;
     let state = round1["result"]["requestState"].as_str().unwrap();
-    let answer = json!({"requestState": state, "inputResponses": {"what": {"action": "accept", "content": {"what": "call mum"}}}});
     for instance in [a, b] {
-        let again = call_tool(instance, "alice", "plan_reminder", json!({}), ELICIT(), answer.clone()).await;
+        let again = call_tool(instance, "alice", "two_questions", json!({}), ELICIT(), answer(state, "first", "tea")).await;
         assert_eq!(again["result"]["resultType"], "input_required", "{again}");
     }
 }
@@ -174,23 +161,23 @@ async fn single_use_state_is_refused_on_replay_and_multi_use_is_not() {
 async fn kms_unreachable_is_an_internal_error_and_writes_nothing() {
     let sdk = sdk().await;
     let (key, table) = (fresh_key(&sdk).await, fresh_table(&sdk).await);
-    let healthy = start_starter(&settings(&key, &table, "e2e-down"), Arc::new(SystemClock)).await;
-    let (basket, state) = checkout_round1(healthy, "alice").await;
+    let healthy = start_fixtures(&settings(&key, &table, "e2e-down"), Arc::new(SystemClock)).await;
+    let (list, state) = discard_round1(healthy, "alice").await;
     let items_before = scan(&sdk, &table).await.len();
 
     // Nothing listens on port 1.
-    let broken = start_starter_with(deps_with_kms_at("http://127.0.0.1:1", &key, &table, "e2e-down", Arc::new(SystemClock)).await).await;
-    let round2 = call_tool(broken, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&state)).await;
+    let broken = start_fixtures_with(deps_with_kms_at("http://127.0.0.1:1", &key, &table, "e2e-down", Arc::new(SystemClock)).await).await;
+    let round2 = call_tool(broken, "alice", "discard_list", json!({"list": list}), ELICIT(), confirm(&state)).await;
     assert_eq!(round2["error"]["code"], -32603, "{round2}");
     assert_eq!(round2["error"]["message"], "request state service unavailable");
-    let round1 = call_tool(broken, "alice", "checkout", json!({"basket": basket}), ELICIT(), json!({})).await;
+    let round1 = call_tool(broken, "alice", "discard_list", json!({"list": list}), ELICIT(), json!({})).await;
     assert_eq!(round1["error"]["code"], -32603, "{round1}");
-    assert_eq!(scan(&sdk, &table).await.len(), items_before, "no single-use record, no change to the basket");
+    assert_eq!(scan(&sdk, &table).await.len(), items_before, "no single-use record, no change to the list");
 
     // Throttling after the SDK's retries is also the server's failure.
     let throttled = failing_kms("ThrottlingException", 400).await;
-    let slow = start_starter_with(deps_with_kms_at(&throttled, &key, &table, "e2e-down", Arc::new(SystemClock)).await).await;
-    let round2 = call_tool(slow, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&state)).await;
+    let slow = start_fixtures_with(deps_with_kms_at(&throttled, &key, &table, "e2e-down", Arc::new(SystemClock)).await).await;
+    let round2 = call_tool(slow, "alice", "discard_list", json!({"list": list}), ELICIT(), confirm(&state)).await;
     assert_eq!(round2["error"]["code"], -32603, "{round2}");
     assert_eq!(scan(&sdk, &table).await.len(), items_before);
 }
@@ -199,13 +186,13 @@ async fn kms_unreachable_is_an_internal_error_and_writes_nothing() {
 async fn a_data_key_kms_refuses_makes_the_state_invalid() {
     let sdk = sdk().await;
     let (key, table) = (fresh_key(&sdk).await, fresh_table(&sdk).await);
-    let healthy = start_starter(&settings(&key, &table, "e2e-disabled"), Arc::new(SystemClock)).await;
-    let (basket, state) = checkout_round1(healthy, "alice").await;
+    let healthy = start_fixtures(&settings(&key, &table, "e2e-disabled"), Arc::new(SystemClock)).await;
+    let (list, state) = discard_round1(healthy, "alice").await;
     let items_before = scan(&sdk, &table).await.len();
 
     let disabled = failing_kms("DisabledException", 400).await;
-    let instance = start_starter_with(deps_with_kms_at(&disabled, &key, &table, "e2e-disabled", Arc::new(SystemClock)).await).await;
-    let round2 = call_tool(instance, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&state)).await;
+    let instance = start_fixtures_with(deps_with_kms_at(&disabled, &key, &table, "e2e-disabled", Arc::new(SystemClock)).await).await;
+    let round2 = call_tool(instance, "alice", "discard_list", json!({"list": list}), ELICIT(), confirm(&state)).await;
     assert_eq!(round2["error"]["code"], -32602, "{round2}");
     assert_eq!(round2["error"]["message"], "requestState is invalid or expired; retry the request without it");
     assert_eq!(scan(&sdk, &table).await.len(), items_before);
@@ -214,11 +201,9 @@ async fn a_data_key_kms_refuses_makes_the_state_invalid() {
 #[tokio::test]
 async fn a_client_without_elicitation_never_receives_one() {
     let sdk = sdk().await;
-    let addr = start_starter(&settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-caps"), Arc::new(SystemClock)).await;
-    let created = call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await;
-    let basket = basket_in(&created);
-    call_tool(addr, "alice", "add_item", json!({"basket": basket, "item": "tea", "quantity": 1}), json!({}), json!({})).await;
-    let reply = call_tool(addr, "alice", "checkout", json!({"basket": basket}), json!({"sampling": {}}), json!({})).await;
+    let addr = start_fixtures(&settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-caps"), Arc::new(SystemClock)).await;
+    let list = text_of(&call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await);
+    let reply = call_tool(addr, "alice", "discard_list", json!({"list": list}), json!({"sampling": {}}), json!({})).await;
     assert_eq!(reply["error"]["code"], -32021, "{reply}");
     assert_eq!(reply["error"]["data"]["requiredCapabilities"], json!({"elicitation": {"form": {}}}));
 }

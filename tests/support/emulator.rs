@@ -84,14 +84,14 @@ pub fn settings(key: &str, table: &str, audience: &str) -> AwsSettings {
 
 /// An independently built server instance: its own SDK clients, key cache
 /// and local port, sharing only the emulator with other instances.
-pub async fn start_starter(settings: &AwsSettings, clock: Arc<dyn Clock>) -> SocketAddr {
+pub async fn start_fixtures(settings: &AwsSettings, clock: Arc<dyn Clock>) -> SocketAddr {
     let sdk = sdk().await;
     let deps = mcp_aws::dependencies(settings, Some(&sdk), clock);
-    start_starter_with(deps).await
+    start_fixtures_with(deps).await
 }
 
-pub async fn start_starter_with(deps: Dependencies) -> SocketAddr {
-    crate::spawn(McpEndpoint::new(starter::StarterServer::new(deps), EdgePolicy::new(Mode::Local))).await
+pub async fn start_fixtures_with(deps: Dependencies) -> SocketAddr {
+    crate::spawn(crate::fixture_endpoint(deps, Mode::Local)).await
 }
 
 /// A stand-in KMS endpoint that answers every call with the JSON-protocol

@@ -2,6 +2,7 @@
 //! ephemeral port and talk to it over real HTTP/1.1, the way a client would.
 
 pub mod emulator;
+pub mod fixture_server;
 pub mod tasks;
 
 use std::{net::SocketAddr, sync::Arc};
@@ -30,6 +31,11 @@ pub fn request(id: i64, method: &str, mut params: Value, capabilities: Value) ->
 
 pub fn everything_endpoint() -> McpEndpoint<everything::EverythingServer> {
     McpEndpoint::new(everything::EverythingServer::new(Dependencies::in_process()), EdgePolicy::new(Mode::Local))
+}
+
+/// The machinery's fixture tools (see [`fixture_server`]) behind `mode`'s edge.
+pub fn fixture_endpoint(deps: Dependencies, mode: Mode) -> McpEndpoint<fixture_server::FixtureServer> {
+    McpEndpoint::new(fixture_server::FixtureServer::new(deps), EdgePolicy::new(mode))
 }
 
 pub async fn spawn<S: rmcp::ServerHandler + Clone>(endpoint: McpEndpoint<S>) -> SocketAddr {
@@ -143,9 +149,4 @@ pub fn text_of(message: &Value) -> String {
 pub fn caller(subject: &str) -> mcp_stateless::CallContext {
     let principal = mcp_stateless::Principal::Verified { issuer: "https://issuer".into(), subject: subject.into() };
     mcp_stateless::CallContext::from_meta(Some(&meta(json!({}))), None, principal).expect("complete _meta")
-}
-
-/// The handle in `create_basket`'s answer ("Created basket bsk_... .").
-pub fn basket_in(created: &Value) -> String {
-    text_of(created).split_whitespace().nth(2).expect("a handle").trim_end_matches('.').to_owned()
 }

@@ -2,6 +2,8 @@
 //! tools in [`tools`]. Edit `src/tools/`; this file rarely needs to change.
 
 pub mod tools;
+#[cfg(test)]
+mod testing;
 
 use std::borrow::Cow;
 

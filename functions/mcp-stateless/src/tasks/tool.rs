@@ -215,3 +215,10 @@ impl TaskTools {
         self.tools.values()
     }
 }
+
+/// `tools += more;`, one line per group in a server's list.
+impl std::ops::AddAssign for TaskTools {
+    fn add_assign(&mut self, other: TaskTools) {
+        *self = std::mem::take(self).merge(other);
+    }
+}

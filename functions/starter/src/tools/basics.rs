@@ -127,7 +127,11 @@ impl StarterServer {
 
 #[cfg(test)]
 mod tests {
+    use e2e::{post, request};
+    use serde_json::json;
+
     use super::*;
+    use crate::testing::serve;
 
     #[test]
     fn slugs_collapse_punctuation_and_respect_the_limit() {
@@ -140,5 +144,67 @@ mod tests {
     fn temperatures_round_trip_through_kelvin() {
         let k = to_kelvin(100.0, TemperatureUnit::Celsius);
         assert!((from_kelvin(k, TemperatureUnit::Fahrenheit) - 212.0).abs() < 1e-9);
+    }
+
+    #[tokio::test]
+    async fn text_stats_returns_structured_content_matching_its_output_schema() {
+        let addr = serve().await;
+        let list = post(addr, &request(1, "tools/list", json!({}), json!({}))).await.json();
+        let tool = list["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "text_stats").unwrap().clone();
+        assert_eq!(tool["inputSchema"]["properties"]["text"]["type"], "string");
+        assert!(tool["outputSchema"]["properties"]["words"].is_object());
+
+        let call = request(2, "tools/call", json!({"name": "text_stats", "arguments": {"text": "one two\nthree"}}), json!({}));
+        let result = post(addr, &call).await.json()["result"].clone();
+        assert_eq!(result["structuredContent"], json!({"characters": 13, "words": 3, "lines": 2}));
+    }
+
+    #[tokio::test]
+    async fn bad_arguments_and_impossible_inputs_are_tool_errors() {
+        let addr = serve().await;
+        let missing = request(1, "tools/call", json!({"name": "convert_temperature", "arguments": {"value": 1}}), json!({}));
+        // server/tools: input validation failures are tool execution errors, so
+        // the model sees them and can correct its call.
+        let result = post(addr, &missing).await.json()["result"].clone();
+        assert_eq!(result["isError"], true);
+        assert!(result["content"][0]["text"].as_str().unwrap().contains("from"));
+
+        let below_zero = request(
+            2,
+            "tools/call",
+            json!({"name": "convert_temperature", "arguments": {"value": -500, "from": "celsius", "to": "kelvin"}}),
+            json!({}),
+        );
+        let result = post(addr, &below_zero).await.json()["result"].clone();
+        assert_eq!(result["isError"], true);
+
+        let boiling = request(
+            3,
+            "tools/call",
+            json!({"name": "convert_temperature", "arguments": {"value": 100, "from": "celsius", "to": "fahrenheit"}}),
+            json!({}),
+        );
+        assert_eq!(post(addr, &boiling).await.json()["result"]["content"][0]["text"], "212.00");
+    }
+
+    #[tokio::test]
+    async fn unknown_tool_is_an_error_not_a_panic() {
+        let addr = serve().await;
+        let reply = post(addr, &request(1, "tools/call", json!({"name": "nope"}), json!({}))).await;
+        assert_eq!(reply.json()["error"]["code"], -32602);
+    }
+
+    #[tokio::test]
+    async fn echo_answers_with_its_text() {
+        let addr = serve().await;
+        let call = request(1, "tools/call", json!({"name": "echo", "arguments": {"text": "hello"}}), json!({}));
+        assert_eq!(post(addr, &call).await.json()["result"]["content"][0]["text"], "echo: hello");
+    }
+
+    #[tokio::test]
+    async fn whoami_names_the_development_principal() {
+        let addr = serve().await;
+        let reply = e2e::call_tool(addr, "alice", "whoami", json!({}), json!({}), json!({})).await;
+        assert_eq!(e2e::text_of(&reply), "subject alice from issuer local-dev");
     }
 }

@@ -171,3 +171,73 @@ impl StarterServer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use e2e::{call_tool, text_of};
+
+    use super::*;
+    use crate::testing::serve;
+
+    const ELICIT: fn() -> Value = || json!({"elicitation": {}});
+
+    async fn create(addr: std::net::SocketAddr) -> String {
+        let created = call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await;
+        // "Created basket bsk_... . Pass it as ..."
+        text_of(&created).split_whitespace().nth(2).unwrap().trim_end_matches('.').to_owned()
+    }
+
+    async fn add(addr: std::net::SocketAddr, basket: &str, item: &str, quantity: u32) -> Value {
+        call_tool(addr, "alice", "add_item", json!({"basket": basket, "item": item, "quantity": quantity}), json!({}), json!({})).await
+    }
+
+    fn confirm(state: &Value, yes: bool) -> Value {
+        json!({"requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": yes}}}})
+    }
+
+    #[tokio::test]
+    async fn fill_view_and_check_out_once() {
+        let addr = serve().await;
+        let basket = create(addr).await;
+        assert!(BASKET.is_well_formed(&basket), "{basket}");
+        assert_eq!(text_of(&add(addr, &basket, " bread ", 2).await), "Added 2 x bread. The basket has 1 line(s).");
+        assert_eq!(add(addr, &basket, "jam", 0).await["result"]["isError"], true);
+        let view = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+        assert_eq!(view["result"]["structuredContent"]["lines"], json!([{"item": "bread", "quantity": 2}]));
+
+        let round1 = call_tool(addr, "alice", "checkout", json!({"basket": basket}), ELICIT(), json!({})).await;
+        assert_eq!(round1["result"]["resultType"], "input_required", "{round1}");
+        let state = &round1["result"]["requestState"];
+        let placed = call_tool(addr, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(state, true)).await;
+        assert_eq!(text_of(&placed), "Order placed for 1 line(s). The basket is closed.");
+        let replay = call_tool(addr, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(state, true)).await;
+        assert_eq!(replay["error"]["code"], -32602, "a confirmation opens once: {replay}");
+        let gone = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+        assert!(text_of(&gone).starts_with("Unknown basket handle"), "{gone}");
+    }
+
+    #[tokio::test]
+    async fn another_caller_cannot_see_or_change_it() {
+        let addr = serve().await;
+        let basket = create(addr).await;
+        let theirs = call_tool(addr, "bob", "add_item", json!({"basket": basket, "item": "x", "quantity": 1}), json!({}), json!({})).await;
+        assert!(text_of(&theirs).starts_with("Unknown basket handle"), "{theirs}");
+        let view = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+        assert_eq!(view["result"]["structuredContent"]["lines"], json!([]));
+    }
+
+    #[tokio::test]
+    async fn an_empty_basket_or_a_no_leaves_it_alone() {
+        let addr = serve().await;
+        let basket = create(addr).await;
+        let empty = call_tool(addr, "alice", "checkout", json!({"basket": basket}), ELICIT(), json!({})).await;
+        assert_eq!(text_of(&empty), "The basket is empty: add items before checking out.");
+
+        add(addr, &basket, "tea", 1).await;
+        let round1 = call_tool(addr, "alice", "checkout", json!({"basket": basket}), ELICIT(), json!({})).await;
+        let declined = call_tool(addr, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&round1["result"]["requestState"], false)).await;
+        assert_eq!(text_of(&declined), "Checkout cancelled; the basket is unchanged.");
+        let view = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+        assert_eq!(view["result"]["structuredContent"]["lines"], json!([{"item": "tea", "quantity": 1}]));
+    }
+}

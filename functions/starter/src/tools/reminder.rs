@@ -83,3 +83,39 @@ impl StarterServer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use e2e::{call_tool, text_of};
+
+    use super::*;
+    use crate::testing::serve;
+
+    const ELICIT: fn() -> Value = || json!({"elicitation": {}});
+
+    fn answer(state: &Value, key: &str, reply: Value) -> Value {
+        json!({"requestState": state, "inputResponses": {key: reply}})
+    }
+
+    #[tokio::test]
+    async fn asks_what_then_when_then_sets_it() {
+        let addr = serve().await;
+        let round1 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), json!({})).await;
+        assert_eq!(round1["result"]["resultType"], "input_required", "{round1}");
+        let what = json!({"action": "accept", "content": {"what": "water the plants"}});
+        let round2 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round1["result"]["requestState"], "what", what)).await;
+        assert_eq!(round2["result"]["inputRequests"]["when"]["params"]["message"], "When should I remind you to water the plants?");
+        let when = json!({"action": "accept", "content": {"when": "2026-12-01T09:00:00Z"}});
+        let round3 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round2["result"]["requestState"], "when", when)).await;
+        assert_eq!(text_of(&round3), "Reminder set: water the plants, at 2026-12-01T09:00:00Z.");
+    }
+
+    #[tokio::test]
+    async fn declining_sets_nothing() {
+        let addr = serve().await;
+        let round1 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), json!({})).await;
+        let declined = answer(&round1["result"]["requestState"], "what", json!({"action": "decline"}));
+        let reply = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), declined).await;
+        assert_eq!(text_of(&reply), "No reminder was set.");
+    }
+}

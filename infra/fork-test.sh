@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# A fork that is really yours, proved: copies the repository (its tracked
+# files, as they are in the working tree) to .tmp/fork, renames the function
+# with infra/rename.sh, deletes every example tool, then builds the
+# workspace, runs the Rust tests that remain (emulator-backed ones included;
+# the emulator must be up, as infra/test.sh leaves it) and checks that the
+# renamed server answers under its new name with no tools.
+source "$(dirname "$0")/common.sh"
+cd "$ROOT"
+
+name="acme-tools"
+fork="$STATE_DIR/fork"
+rm -rf "$fork"
+mkdir -p "$fork"
+git ls-files -z | xargs -0 tar cf - | tar xf - -C "$fork"
+cd "$fork"
+
+bash infra/rename.sh "$name"
+tools="functions/$name/src/tools"
+for example in "$tools"/*.rs; do
+  example_name="$(basename "$example" .rs)"
+  [ "$example_name" = mod ] && continue
+  rm "$example"
+  # Its lines in tools/mod.rs: the `mod` line and its entry in the lists.
+  perl -ni -e "print unless /\\b\Q$example_name\E\\b/" "$tools/mod.rs"
+done
+say "fork: renamed to $name, examples deleted: $(cd "$tools" && ls)"
+renamed=(Cargo.toml template.yaml samconfig.toml "functions/$name" "functions/$name-worker")
+# Outside comments, nothing may still say starter.
+if grep -rnwE 'starter|StarterServer' "${renamed[@]}" | grep -vE '^[^:]+:[0-9]+:\s*(//|#)'; then
+  echo "fork: the old name is still referenced (above)" >&2
+  exit 1
+fi
+
+# The registry dependencies are already built in the main target directory.
+export CARGO_TARGET_DIR="$ROOT/target"
+(
+  emulator_env
+  export MCP_TEST_TABLE_DEFINITION="$STATE_DIR/table.json"
+  cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/fork-test.log"
+)
+cargo build --locked -p "$name" -p "$name-worker"
+
+port=39393
+MCP_LOCAL_ADDR="127.0.0.1:$port" "$CARGO_TARGET_DIR/debug/$name" >"$STATE_DIR/fork-server.log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+mcp() {
+  curl -fsS "http://127.0.0.1:$port/mcp" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H "Mcp-Method: $1" \
+    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$1\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}"
+}
+reported="$(mcp server/discover | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["result"]["serverInfo"]["name"])')"
+tools_left="$(mcp tools/list | "$VENV/bin/python" -c 'import json,sys; print(len(json.load(sys.stdin)["result"]["tools"]))')"
+[ "$reported" = "$name" ] || { echo "fork: the server reports itself as '$reported', not '$name'" >&2; exit 1; }
+[ "$tools_left" = 0 ] || { echo "fork: $tools_left tools left after deleting the examples" >&2; exit 1; }
+passed="$(awk '/^test result:/ {n += $4} END {print n + 0}' "$STATE_DIR/fork-test.log")"
+say "fork clean: $name builds with no example tools, reports itself as $name, $passed Rust tests passed"
+echo "$passed" >"$STATE_DIR/fork-passed.txt"

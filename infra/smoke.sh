@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Smoke test of a running endpoint (infra/smoke.py lists the checks).
+#   bash infra/smoke.sh https://abc.execute-api.eu-west-1.amazonaws.com/mcp
+#   bash infra/smoke.sh --stack my-stack        # reads the McpEndpointUrl output
+#   MCP_SMOKE_TOKEN=eyJ... bash infra/smoke.sh URL   # auth on: also the 401 checks
+#   bash infra/smoke.sh --local                 # CI: the function twice, see below
+# --local runs the function as the local server, then as a Lambda function
+# under `cargo lambda watch` (the Lambda runtime path, real Function URL
+# events), and smoke-tests both, with protected-resource metadata on.
+source "$(dirname "$0")/common.sh"
+cd "$ROOT"
+bash infra/install-tools.sh >/dev/null
+export PATH="$VENV/bin:$PATH"
+
+started=()
+stop_started() { for pid in "${started[@]}"; do kill_tree "$pid" 2>/dev/null || true; done; }
+trap stop_started EXIT
+
+smoke() { "$VENV/bin/python" "$ROOT/infra/smoke.py" "$@"; }
+
+wait_for() {
+  for _ in $(seq 1 "${2:-600}"); do
+    curl -s -o /dev/null "$1" && return 0
+    sleep 0.5
+  done
+  echo "smoke: nothing answered at $1" >&2
+  return 1
+}
+
+local_runs() {
+  local issuer="https://issuer.example.com/" port=39394 watch_port=39395
+  cargo build --locked -p "$FUNCTION" 2>&1 | tail -n 1
+  export MCP_AUTHORIZATION_SERVERS="$issuer"
+
+  say "local server (cargo run)"
+  MCP_LOCAL_ADDR="127.0.0.1:$port" MCP_RESOURCE="http://127.0.0.1:$port/mcp" \
+    "$ROOT/target/debug/$FUNCTION" >"$STATE_DIR/smoke-local.log" 2>&1 &
+  started+=($!)
+  wait_for "http://127.0.0.1:$port/" 100
+  smoke "http://127.0.0.1:$port/mcp" --principal smoke --expect-auth
+
+  say "Lambda runtime under cargo lambda watch (Function URL events)"
+  local url="http://127.0.0.1:$watch_port/lambda-url/$FUNCTION/mcp"
+  MCP_ALLOWED_HOSTS="127.0.0.1" MCP_RESOURCE="$url" \
+    cargo lambda watch -A 127.0.0.1 -P "$watch_port" --package "$FUNCTION" \
+    >"$STATE_DIR/smoke-watch.log" 2>&1 &
+  started+=($!)
+  # The first request builds and starts the function; wait for an answer.
+  wait_for "http://127.0.0.1:$watch_port/" 600
+  local status=0
+  for _ in $(seq 1 600); do
+    status="$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url" -H 'Content-Type: application/json' -d '{}' || true)"
+    [ "$status" != 000 ] && [ "$status" != 502 ] && [ "$status" != 504 ] && break
+    sleep 0.5
+  done
+  smoke "$url" --expect-auth
+}
+
+case "${1:-}" in
+  --local) local_runs ;;
+  --stack)
+    stack="${2:?usage: smoke.sh --stack NAME}"
+    url="$("$VENV/bin/python" -c 'import boto3, sys
+outputs = boto3.client("cloudformation").describe_stacks(StackName=sys.argv[1])["Stacks"][0].get("Outputs", [])
+print(next(o["OutputValue"] for o in outputs if o["OutputKey"] == "McpEndpointUrl"))' "$stack")"
+    smoke "$url" ;;
+  http*) smoke "$1" ;;
+  *) echo "usage: smoke.sh URL | --stack NAME | --local" >&2; exit 2 ;;
+esac
