@@ -22,7 +22,8 @@ for example in "$tools"/*.rs; do
   [ "$example_name" = mod ] && continue
   rm "$example"
   # Its lines in tools/mod.rs: the `mod` line and its entry in the lists.
-  perl -ni -e "print unless /\\b\Q$example_name\E\\b/" "$tools/mod.rs"
+  # (`basket` also matches `basket_tools`: underscores separate here.)
+  perl -ni -e "print unless /(?<![A-Za-z0-9])\Q$example_name\E(?![A-Za-z0-9])/" "$tools/mod.rs"
 done
 say "fork: renamed to $name, examples deleted: $(cd "$tools" && ls)"
 renamed=(Cargo.toml template.yaml samconfig.toml "functions/$name" "functions/$name-worker")
@@ -51,7 +52,7 @@ mcp() {
     -H 'MCP-Protocol-Version: 2026-07-28' -H "Mcp-Method: $1" \
     -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$1\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}"
 }
-reported="$(mcp server/discover | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["result"]["serverInfo"]["name"])')"
+reported="$(mcp server/discover | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"])')"
 tools_left="$(mcp tools/list | "$VENV/bin/python" -c 'import json,sys; print(len(json.load(sys.stdin)["result"]["tools"]))')"
 [ "$reported" = "$name" ] || { echo "fork: the server reports itself as '$reported', not '$name'" >&2; exit 1; }
 [ "$tools_left" = 0 ] || { echo "fork: $tools_left tools left after deleting the examples" >&2; exit 1; }

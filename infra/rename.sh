@@ -55,5 +55,5 @@ perl -pi -e "s/^FUNCTION=\"\Q$old\E\"/FUNCTION=\"$new\"/" infra/common.sh
 
 # Cargo.lock names workspace packages; refresh it without touching any
 # dependency's version.
-cargo metadata --offline --format-version 1 >/dev/null
+cargo update --workspace --offline --quiet
 say "renamed $old to $new: functions/$new, functions/$new-worker, $new_type, stack $new"

@@ -2,7 +2,7 @@
 or the function under `cargo lambda watch`. Called by infra/smoke.sh.
 
 Checks, each printed as ok / FAIL / skip with the reason:
-  server/discover answers with serverInfo and the 2026-07-28 version;
+  server/discover answers with the server's name and the 2026-07-28 version;
   tools/list answers with a list of tools;
   a tool call (`echo`) answers with its text;
   a full multi-round call (`plan_reminder`: input_required twice, then complete);
@@ -103,7 +103,7 @@ def text(result):
 
 def check_discover(mcp, tools):
     result = mcp.rpc("server/discover", {})
-    info = result.get("serverInfo") or {}
+    info = (result.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo") or {}
     if VERSION not in (result.get("supportedVersions") or []):
         raise Failure("supportedVersions lacks %s: %s" % (VERSION, json.dumps(result)[:300]))
     if result.get("resultType") != "complete":

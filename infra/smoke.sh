@@ -6,7 +6,8 @@
 #   bash infra/smoke.sh --local                 # CI: the function twice, see below
 # --local runs the function as the local server, then as a Lambda function
 # under `cargo lambda watch` (the Lambda runtime path, real Function URL
-# events), and smoke-tests both, with protected-resource metadata on.
+# events, the emulator's table, key and queue from infra/bootstrap.sh), and
+# smoke-tests both, with protected-resource metadata on.
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 bash infra/install-tools.sh >/dev/null
@@ -41,9 +42,13 @@ local_runs() {
 
   say "Lambda runtime under cargo lambda watch (Function URL events)"
   local url="http://127.0.0.1:$watch_port/lambda-url/$FUNCTION/mcp"
-  MCP_ALLOWED_HOSTS="127.0.0.1" MCP_RESOURCE="$url" \
-    cargo lambda watch -A 127.0.0.1 -P "$watch_port" --package "$FUNCTION" \
-    >"$STATE_DIR/smoke-watch.log" 2>&1 &
+  # Lambda mode needs the stack's resources: the emulator's (infra/bootstrap.sh).
+  (
+    # shellcheck disable=SC1091
+    source "$STATE_DIR/local.env"
+    export MCP_ALLOWED_HOSTS="127.0.0.1" MCP_RESOURCE="$url"
+    exec cargo lambda watch -A 127.0.0.1 -P "$watch_port" --package "$FUNCTION"
+  ) >"$STATE_DIR/smoke-watch.log" 2>&1 &
   started+=($!)
   # The first request builds and starts the function; wait for an answer.
   wait_for "http://127.0.0.1:$watch_port/" 600

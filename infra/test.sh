@@ -4,7 +4,8 @@
 # test (unit, HTTP, Lambda events, KMS and DynamoDB through the emulator),
 # checks the template (sam validate --lint, cfn-lint, the translated-template
 # test) and the workflows (actionlint), proves a fork can rename the
-# function and delete every example (infra/fork-test.sh), and runs the official MCP conformance suite (core and tasks
+# function and delete every example (infra/fork-test.sh), smoke-tests the
+# function as the local server and under cargo lambda watch, and runs the official MCP conformance suite (core and tasks
 # scenarios) against the everything function, first with zero set-up, then
 # on the emulator with a separate task worker process. Stops what it started.
 source "$(dirname "$0")/common.sh"
@@ -44,6 +45,10 @@ bash infra/lint-workflows.sh
 say "fork: rename, delete the example tools, build and test what remains"
 bash infra/fork-test.sh
 fork_passed="$(cat "$STATE_DIR/fork-passed.txt")"
+
+say "smoke: the function as the local server and under cargo lambda watch"
+bash infra/smoke.sh --local | tee "$STATE_DIR/smoke.txt"
+smoke_passed="$(awk '/^smoke: [0-9]+ passed/ {n += $2} END {print n + 0}' "$STATE_DIR/smoke.txt")"
 
 say "conformance: the official MCP suite against the everything function"
 cargo build --locked -p everything
@@ -88,5 +93,5 @@ conformance core-emulated core "$port"
 conformance tasks-emulated tasks "$port"
 grep -q "task run started" "$STATE_DIR/everything-worker.log" || { echo "the separate worker ran no task" >&2; exit 1; }
 
-say "cargo tests: $cargo_passed passed; template tests: $pytest_passed passed; fork tests: $fork_passed passed; conformance checks: $conformance_passed passed"
-echo "summary: $((cargo_passed + pytest_passed + fork_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"
+say "cargo tests: $cargo_passed passed; template tests: $pytest_passed passed; fork tests: $fork_passed passed; smoke checks: $smoke_passed passed; conformance checks: $conformance_passed passed"
+echo "summary: $((cargo_passed + pytest_passed + fork_passed + smoke_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"
