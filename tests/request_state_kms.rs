@@ -117,6 +117,27 @@ async fn state_sealed_before_a_key_rotation_still_opens() {
     assert_eq!(cold_calls.decrypt.load(std::sync::atomic::Ordering::Relaxed), 1);
 }
 
+/// The request log's counters (CloudWatch metrics in Lambda): each request
+/// counts its own KMS calls and data-key cache hits.
+#[tokio::test]
+async fn kms_calls_and_cache_hits_are_counted_per_request() {
+    use mcp_stateless::metrics::{Counter, scope};
+    let key = fresh_key(&sdk().await).await;
+    let (sealer, _) = kms_sealer(&key, "e2e", KeyWindow::default(), ManualClock::at(1_000)).await;
+    let binding = StateBinding::new(&caller("alice"), "tools/call", "t", &json!({}), "e2e");
+    let data = json!({});
+    let seal = || sealer.seal(&binding, &data, Duration::from_secs(600));
+    let (first, cold) = scope(seal()).await;
+    let (_, warm) = scope(seal()).await;
+    assert_eq!((cold.get(Counter::KmsCalls), cold.get(Counter::DataKeyCacheHits)), (1, 0), "GenerateDataKey");
+    assert_eq!((warm.get(Counter::KmsCalls), warm.get(Counter::DataKeyCacheHits)), (0, 1), "the instance's data key");
+
+    let (other, _) = kms_sealer(&key, "e2e", KeyWindow::default(), ManualClock::at(1_000)).await;
+    let (opened, unwrapped) = scope(other.open(&binding, &first.unwrap())).await;
+    assert!(opened.is_ok());
+    assert_eq!((unwrapped.get(Counter::KmsCalls), unwrapped.get(Counter::DataKeyCacheHits)), (1, 0), "Decrypt on another instance");
+}
+
 /// Round one of a confirmed discard of a one-entry list; returns the list
 /// and the state.
 async fn discard_round1(addr: std::net::SocketAddr, who: &str) -> (String, String) {

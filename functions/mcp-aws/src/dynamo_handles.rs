@@ -24,6 +24,7 @@ use aws_sdk_dynamodb::{
 use futures::future::BoxFuture;
 use mcp_stateless::{
     handles::{Change, HandleKey, HandleRecord, HandleStore, Lookup},
+    metrics::{self, Counter},
     sealed::redemption::{Redemption, RedemptionLedger},
     storage::StoreError,
 };
@@ -98,6 +99,7 @@ pub(crate) fn condition_failed<E: ProvideErrorMetadata + std::error::Error + 'st
 ) -> Result<Option<Item>, StoreError> {
     match &error {
         SdkError::ServiceError(service) if service.err().code() == Some("ConditionalCheckFailedException") => {
+            metrics::count(Counter::ConditionalCheckFailures);
             Ok(item_of(service.err()))
         }
         _ => Err(unavailable(error)),

@@ -25,7 +25,10 @@ use aws_sdk_kms::{
     types::DataKeySpec,
 };
 use futures::future::BoxFuture;
-use mcp_stateless::sealed::request_state::{DataKeySource, OpenError, SealError, SealingKey};
+use mcp_stateless::{
+    metrics::{self, Counter},
+    sealed::request_state::{DataKeySource, OpenError, SealError, SealingKey},
+};
 use zeroize::Zeroize;
 
 /// The encryption context key the IAM policy conditions on
@@ -94,6 +97,7 @@ impl KmsDataKeys {
 
     async fn generate(&self) -> Result<CurrentKey, SealError> {
         self.calls.generate_data_key.fetch_add(1, Ordering::Relaxed);
+        metrics::count(Counter::KmsCalls);
         let output = self
             .client
             .generate_data_key()
@@ -115,6 +119,7 @@ impl KmsDataKeys {
 
     async fn decrypt(&self, encrypted: &[u8]) -> Result<LessSafeKey, OpenError> {
         self.calls.decrypt.fetch_add(1, Ordering::Relaxed);
+        metrics::count(Counter::KmsCalls);
         let output = self
             .client
             .decrypt()
@@ -175,7 +180,9 @@ impl DataKeySource for KmsDataKeys {
             let fresh = current
                 .as_ref()
                 .is_some_and(|k| k.created.elapsed() < self.window.max_age && k.seals < self.window.max_seals);
-            if !fresh {
+            if fresh {
+                metrics::count(Counter::DataKeyCacheHits);
+            } else {
                 let previous = current.replace(self.generate().await?);
                 // Tokens sealed under the previous key keep opening until they expire.
                 if let (Some(previous), Ok(mut opened)) = (previous, self.opened.lock()) {
@@ -191,9 +198,11 @@ impl DataKeySource for KmsDataKeys {
     fn opening_key<'a>(&'a self, key_ref: &'a [u8]) -> BoxFuture<'a, Result<Arc<LessSafeKey>, OpenError>> {
         Box::pin(async move {
             if let Some(current) = self.current.lock().await.as_ref().filter(|k| k.encrypted == key_ref) {
+                metrics::count(Counter::DataKeyCacheHits);
                 return Ok(current.key.clone());
             }
             if let Some(key) = self.opened.lock().ok().and_then(|mut opened| opened.get(key_ref, &self.window)) {
+                metrics::count(Counter::DataKeyCacheHits);
                 return Ok(key);
             }
             let key = Arc::new(self.decrypt(key_ref).await?);

@@ -21,6 +21,7 @@
 pub mod clock;
 pub mod edge;
 pub mod handles;
+pub mod metrics;
 pub mod protocol;
 pub mod random;
 pub mod sealed;

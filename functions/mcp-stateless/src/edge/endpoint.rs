@@ -29,6 +29,7 @@ use crate::{
     edge::protected_resource::ResourceMetadata,
     protocol::SUPPORTED_VERSIONS,
     edge::request_log::RequestLog,
+    metrics,
 };
 
 /// Facts an entry point established outside the JSON body, attached to the
@@ -91,17 +92,21 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     pub async fn handle(&self, request: http::Request<Bytes>) -> http::Response<Bytes> {
         let started = Instant::now();
         let mut log = RequestLog::default();
-        let response = match self.admit(request, &mut log) {
-            Ok(Admitted::Request(request, ctx)) => self.dispatch(request, Some(&ctx), &mut log).await,
-            Ok(Admitted::Other(request)) => self.dispatch(request, None, &mut log).await,
+        let (response, counts) = metrics::scope(self.respond(request, &mut log)).await;
+        log.finish(self.policy.mode, response.status(), started.elapsed(), &counts);
+        response
+    }
+
+    async fn respond(&self, request: http::Request<Bytes>, log: &mut RequestLog) -> http::Response<Bytes> {
+        match self.admit(request, log) {
+            Ok(Admitted::Request(request, ctx)) => self.dispatch(request, Some(&ctx), log).await,
+            Ok(Admitted::Other(request)) => self.dispatch(request, None, log).await,
             Ok(Admitted::Answered(response)) => response,
             Err((error, id)) => {
                 log.error_code = Some(error.code());
                 error.into_response(id)
             }
-        };
-        log.finish(response.status(), started.elapsed());
-        response
+        }
     }
 
     /// Every check that needs no handler, in the order the spec's errors
@@ -112,7 +117,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         log: &mut RequestLog,
     ) -> Result<Admitted, (EdgeError, Option<Value>)> {
         let facts = request.extensions().get::<EntryFacts>().cloned().unwrap_or_default();
-        log.trace_id = trace_id(request.headers());
+        log.trace_id = request.headers().get("traceparent").and_then(|v| v.to_str().ok()).and_then(trace_id);
         if request.uri().path() != MCP_PATH {
             if request.method() == Method::GET && ResourceMetadata::is_published_at(request.uri().path()) {
                 // In Lambda the event's own domain, not a header, names the API.
@@ -164,6 +169,9 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             facts.principal,
         )
         .map_err(|e| (EdgeError::from(e), id.clone()))?;
+        if let Some(trace) = ctx.traceparent.as_deref().and_then(trace_id) {
+            log.trace_id = Some(trace);
+        }
         check_version_header(request.headers(), &ctx).map_err(|e| (e, id.clone()))?;
         if let Some(reason) = crate::protocol::params_misfit(method, object.get("params")) {
             return Err((EdgeError::Params(reason), id));
@@ -313,9 +321,8 @@ fn check_version_header(headers: &HeaderMap, ctx: &CallContext) -> Result<(), Ed
 }
 
 /// The trace id of a W3C `traceparent` (`00-<trace-id>-<span-id>-<flags>`).
-fn trace_id(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get("traceparent")?.to_str().ok()?;
-    let trace = value.split('-').nth(1)?;
+fn trace_id(traceparent: &str) -> Option<String> {
+    let trace = traceparent.split('-').nth(1)?;
     (trace.len() == 32 && trace.bytes().all(|b| b.is_ascii_hexdigit())).then(|| trace.to_owned())
 }
 

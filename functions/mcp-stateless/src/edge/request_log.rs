@@ -1,10 +1,25 @@
-//! One log line per request: method, target, outcome, latency, trace id.
-//! Never arguments, `requestState`, tokens or response bodies.
+//! One log line per request: method, target, outcome, latency, trace id and
+//! the request's counters. Never arguments, `requestState`, tokens or
+//! response bodies.
+//!
+//! In Lambda the line is a CloudWatch Embedded Metric Format record: the
+//! same JSON object carries an `_aws` block, and CloudWatch turns its values
+//! into metrics (count and latency by method, tool and outcome, KMS calls,
+//! data-key cache hits, conditional-check failures, store retries) with no
+//! agent and no extra call. Dimensions only take values the server chose
+//! (known method names, tools that answered): a caller inventing names must
+//! not mint new metrics, each of which CloudWatch bills.
 
-use std::time::Duration;
+use std::{sync::OnceLock, time::Duration};
 
 use http::StatusCode;
-use serde_json::Value;
+use serde_json::{Map, Value, json};
+
+use crate::{
+    clock::{Clock, SystemClock},
+    edge::policy::Mode,
+    metrics::{Counter, Counts},
+};
 
 #[derive(Debug, Default)]
 pub struct RequestLog {
@@ -20,12 +35,35 @@ pub struct RequestLog {
 /// become a 900 KB log line (CloudWatch bills ingestion by the byte).
 pub const MAX_LOGGED_CHARS: usize = 128;
 
+/// Methods that become a `Method` dimension; any other is `other`.
+const KNOWN_METHODS: &[&str] = &[
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "completion/complete",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "ping",
+];
+
 /// `value`, cut to [`MAX_LOGGED_CHARS`] characters with a marker saying so.
 pub fn capped(value: &str) -> String {
     match value.char_indices().nth(MAX_LOGGED_CHARS) {
         None => value.to_owned(),
         Some((cut, _)) => format!("{}…(+{} bytes)", &value[..cut], value.len() - cut),
     }
+}
+
+/// `MCP_METRICS_NAMESPACE` (template.yaml sets the stack name), read once.
+fn namespace() -> &'static str {
+    static NAMESPACE: OnceLock<String> = OnceLock::new();
+    NAMESPACE.get_or_init(|| std::env::var("MCP_METRICS_NAMESPACE").ok().filter(|n| !n.is_empty()).unwrap_or_else(|| "MCP".into()))
 }
 
 impl RequestLog {
@@ -38,15 +76,89 @@ impl RequestLog {
         }
     }
 
-    pub fn finish(self, status: StatusCode, latency: Duration) {
+    /// `complete`, `input_required`..., `error -32602`, or `http 403`.
+    fn outcome(&self, status: StatusCode) -> String {
+        match (&self.result_type, self.error_code) {
+            (Some(result_type), _) => result_type.clone(),
+            (None, Some(code)) => format!("error {code}"),
+            (None, None) => format!("http {}", status.as_u16()),
+        }
+    }
+
+    fn method_dimension(&self) -> &str {
+        match self.method.as_deref() {
+            Some(method) if KNOWN_METHODS.contains(&method) => method,
+            Some(method) if method.starts_with("notifications/") => "notification",
+            Some(_) => "other",
+            None => "-",
+        }
+    }
+
+    /// The tool or prompt, once it answered with a result: an unknown name
+    /// is a JSON-RPC error, so it never becomes a dimension value.
+    fn tool_dimension(&self) -> String {
+        match (self.method.as_deref(), &self.result_type, &self.target) {
+            (Some("tools/call" | "prompts/get"), Some(_), Some(name)) => capped(name),
+            _ => "-".into(),
+        }
+    }
+
+    /// The EMF record: the log fields, the metric values and `_aws`.
+    pub fn emf_record(&self, status: StatusCode, latency: Duration, counts: &Counts, timestamp_ms: u64) -> Value {
+        let mut metrics = vec![json!({"Name": "Requests", "Unit": "Count"}), json!({"Name": "Latency", "Unit": "Milliseconds"})];
+        metrics.extend(Counter::ALL.iter().map(|c| json!({"Name": c.name(), "Unit": "Count"})));
+        let mut record = Map::new();
+        record.insert(
+            "_aws".into(),
+            json!({
+                "Timestamp": timestamp_ms,
+                "CloudWatchMetrics": [{
+                    "Namespace": namespace(),
+                    "Dimensions": [["Method"], ["Method", "Tool"], ["Outcome"]],
+                    "Metrics": metrics,
+                }],
+            }),
+        );
+        record.insert("level".into(), json!("INFO"));
+        record.insert("target".into(), json!("mcp.request"));
+        record.insert("message".into(), json!("request"));
+        record.insert("Method".into(), json!(self.method_dimension()));
+        record.insert("Tool".into(), json!(self.tool_dimension()));
+        record.insert("Outcome".into(), json!(self.outcome(status)));
+        record.insert("Requests".into(), json!(1));
+        record.insert("Latency".into(), json!((latency.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0));
+        for counter in Counter::ALL {
+            record.insert(counter.name().into(), json!(counts.get(counter)));
+        }
+        // For reading the log: what the caller sent, capped.
+        record.insert("method".into(), json!(capped(self.method.as_deref().unwrap_or("-"))));
+        record.insert("name".into(), json!(capped(self.target.as_deref().unwrap_or("-"))));
+        record.insert("status".into(), json!(status.as_u16()));
+        record.insert("trace_id".into(), json!(self.trace_id.as_deref().unwrap_or("-")));
+        Value::Object(record)
+    }
+
+    pub fn finish(self, mode: Mode, status: StatusCode, latency: Duration, counts: &Counts) {
+        if !tracing::enabled!(target: "mcp.request", tracing::Level::INFO) {
+            return;
+        }
+        if mode == Mode::Lambda {
+            // One line on stderr, which Lambda sends to CloudWatch Logs.
+            let record = self.emf_record(status, latency, counts, SystemClock.now_ms());
+            eprintln!("{record}");
+            return;
+        }
         tracing::info!(
             target: "mcp.request",
             method = capped(self.method.as_deref().unwrap_or("-")),
             name = capped(self.target.as_deref().unwrap_or("-")),
-            result_type = self.result_type.as_deref().unwrap_or("-"),
-            error_code = self.error_code,
+            outcome = self.outcome(status),
             status = status.as_u16(),
             latency_ms = latency.as_secs_f64() * 1000.0,
+            kms_calls = counts.get(Counter::KmsCalls),
+            data_key_cache_hits = counts.get(Counter::DataKeyCacheHits),
+            conditional_check_failures = counts.get(Counter::ConditionalCheckFailures),
+            store_retries = counts.get(Counter::StoreRetries),
             trace_id = self.trace_id.as_deref().unwrap_or("-"),
             "request"
         );
@@ -56,6 +168,36 @@ impl RequestLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn logged(method: &str, target: &str, message: Value) -> RequestLog {
+        let mut log = RequestLog { method: Some(method.into()), target: Some(target.into()), ..Default::default() };
+        log.record_outcome(&message);
+        log
+    }
+
+    #[test]
+    fn the_lambda_line_is_an_emf_record_with_bounded_dimensions() {
+        let counts = Counts::default();
+        let called = logged("tools/call", "echo", json!({"result": {"content": []}}));
+        let record = called.emf_record(StatusCode::OK, Duration::from_micros(1500), &counts, 1_700_000_000_000);
+        let directive = &record["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(record["_aws"]["Timestamp"], 1_700_000_000_000u64);
+        assert_eq!(directive["Dimensions"], json!([["Method"], ["Method", "Tool"], ["Outcome"]]));
+        // Every metric and dimension the directive names is a value at the root.
+        for name in directive["Metrics"].as_array().unwrap().iter().map(|m| m["Name"].as_str().unwrap()) {
+            assert!(record[name].is_number(), "{name}");
+        }
+        assert_eq!((record["Method"].as_str(), record["Tool"].as_str(), record["Outcome"].as_str()), (Some("tools/call"), Some("echo"), Some("complete")));
+        assert_eq!((record["Requests"].as_u64(), record["Latency"].as_f64()), (Some(1), Some(1.5)));
+
+        // Names the caller made up stay out of the dimensions.
+        let unknown_tool = logged("tools/call", "no-such-tool", json!({"error": {"code": -32602}}));
+        let record = unknown_tool.emf_record(StatusCode::OK, Duration::ZERO, &counts, 0);
+        assert_eq!((record["Tool"].as_str(), record["Outcome"].as_str()), (Some("-"), Some("error -32602")));
+        assert_eq!(record["name"], "no-such-tool", "still in the log line");
+        let invented = logged("made/up", "x", json!({"error": {"code": -32601}}));
+        assert_eq!(invented.emf_record(StatusCode::OK, Duration::ZERO, &counts, 0)["Method"], "other");
+    }
 
     #[test]
     fn caller_supplied_names_are_capped() {

@@ -160,6 +160,7 @@ impl Handles {
             let expires_at = now + kind.idle_ttl.as_secs();
             match outcome(self.store.replace(&key, record.version, &record.data, now, expires_at).await) {
                 Err(HandleFailure::Busy) => {
+                    crate::metrics::count(crate::metrics::Counter::StoreRetries);
                     tokio::time::sleep(backoff).await;
                     backoff *= 2;
                 }

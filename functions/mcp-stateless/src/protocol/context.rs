@@ -48,7 +48,8 @@ pub struct CallContext {
     /// The `clientCapabilities` object exactly as the client declared it.
     pub client_capabilities: Map<String, Value>,
     pub client_info: Option<Value>,
-    /// W3C `traceparent` header, when the caller sent one.
+    /// W3C trace context: `_meta.traceparent` (the OpenTelemetry MCP
+    /// conventions' carrier), else the `traceparent` header.
     pub traceparent: Option<String>,
     pub principal: Principal,
 }
@@ -87,7 +88,7 @@ impl CallContext {
             protocol_version,
             client_capabilities,
             client_info: meta.get(META_CLIENT_INFO).cloned(),
-            traceparent,
+            traceparent: meta.get("traceparent").and_then(Value::as_str).map(str::to_owned).or(traceparent),
             principal,
         })
     }
@@ -124,6 +125,17 @@ impl<C: AsRequestContext> FromContextPart<C> for CallContext {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn trace_context_comes_from_meta_before_the_header() {
+        let header = Some("00-11111111111111111111111111111111-2222222222222222-01".to_owned());
+        let from_meta = "00-33333333333333333333333333333333-4444444444444444-01";
+        let meta = json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}, "traceparent": from_meta});
+        let ctx = CallContext::from_meta(Some(&meta), header.clone(), Principal::Anonymous).unwrap();
+        assert_eq!(ctx.traceparent.as_deref(), Some(from_meta));
+        let without = json!({META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}});
+        assert_eq!(CallContext::from_meta(Some(&without), header.clone(), Principal::Anonymous).unwrap().traceparent, header);
+    }
 
     #[test]
     fn meta_requires_version_and_capabilities_but_not_client_info() {

@@ -74,6 +74,7 @@ pub async fn transition(
         match store.replace(key, expected, &record).await? {
             Replaced::Done => return Ok(Some(record)),
             Replaced::Conflict if attempt < MAX_ATTEMPTS => {
+                crate::metrics::count(crate::metrics::Counter::StoreRetries);
                 let jitter = u64::from(random::bytes::<1>()[0]) * backoff.as_millis() as u64 / 255;
                 tokio::time::sleep(backoff + Duration::from_millis(jitter)).await;
                 backoff *= 2;
