@@ -50,17 +50,61 @@ def env_vars_read_by_code():
     return {n for n in names if not n.startswith("MCP_TEST_")} - LOCAL_ONLY - OPTIONAL
 
 
-def translate(auth_mode):
+NO_VALUE = object()
+
+
+def resolve(template, params):
+    """What CloudFormation deploys for `params`: conditions evaluated,
+    Fn::If taken, AWS::NoValue dropped, resources whose condition is false
+    removed. Every other intrinsic is left as it is."""
+    values = {name: str(p.get("Default", "")) for name, p in template.get("Parameters", {}).items()}
+    values.update(params)
+    truth = {}
+
+    def holds(expression):
+        if "Fn::Equals" in expression:
+            left, right = (values[v["Ref"]] if isinstance(v, dict) else str(v) for v in expression["Fn::Equals"])
+            return left == right
+        if "Fn::Not" in expression:
+            return not holds(expression["Fn::Not"][0])
+        if "Condition" in expression:
+            return truth_of(expression["Condition"])
+        raise AssertionError(f"condition not understood: {expression}")
+
+    def truth_of(name):
+        if name not in truth:
+            truth[name] = holds(template["Conditions"][name])
+        return truth[name]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if node == {"Ref": "AWS::NoValue"}:
+                return NO_VALUE
+            if set(node) == {"Fn::If"}:
+                name, yes, no = node["Fn::If"]
+                return walk(yes if truth_of(name) else no)
+            out = {k: walk(v) for k, v in node.items()}
+            return {k: v for k, v in out.items() if v is not NO_VALUE}
+        if isinstance(node, list):
+            return [v for v in (walk(x) for x in node) if v is not NO_VALUE]
+        return node
+
+    kept = {k: r for k, r in template["Resources"].items() if "Condition" not in r or truth_of(r["Condition"])}
+    outputs = {k: o for k, o in template.get("Outputs", {}).items() if "Condition" not in o or truth_of(o["Condition"])}
+    return dict(template, Resources=walk(kept), Outputs=walk(outputs))
+
+
+def translate(auth_mode, **overrides):
     sam = load_template(ROOT / "template.yaml")
     # What `sam package` does before CloudFormation sees the template.
     for resource in sam["Resources"].values():
         if resource["Type"] == "AWS::Serverless::Function":
             resource["Properties"]["CodeUri"] = "s3://packaged/code.zip"
-    params = {"AuthMode": auth_mode, "JwtIssuer": "https://issuer.example.com/", "JwtAudience": "mcp"}
-    return transform(sam, params, NoManagedPolicies())
+    params = {"AuthMode": auth_mode, "JwtIssuer": "https://issuer.example.com/", "JwtAudience": "mcp", **overrides}
+    return resolve(transform(sam, params, NoManagedPolicies()), params)
 
 
-@pytest.fixture(scope="module", params=["jwt", "none"])
+@pytest.fixture(scope="module", params=["cognito", "jwt", "none"])
 def cfn(request):
     return translate(request.param), request.param
 
@@ -183,6 +227,11 @@ def test_iam_has_no_wildcard_action_or_resource(cfn):
             assert "*" not in action, statement
         for resource in listed(statement.get("Resource", [])):
             assert resource != "*", statement
+    # The one exception: X-Ray grants its two write actions on every
+    # resource or none, and only when Tracing is on.
+    traced = translate("none", Tracing="Active")
+    wildcard = [s for s in iam_statements(traced) if "*" in listed(s.get("Resource", []))]
+    assert wildcard and all(set(listed(s["Action"])) == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"} for s in wildcard)
 
 
 def test_kms_use_is_conditioned_on_the_context_the_code_sends(cfn):
@@ -219,8 +268,62 @@ def test_routes_and_auth(cfn):
     }
     for key in ("GET /.well-known/oauth-protected-resource", "GET /.well-known/oauth-protected-resource/mcp"):
         assert routes[key]["AuthorizationType"] == "NONE"
-    auth = routes["POST /mcp"]["AuthorizationType"]
-    assert auth == {"Fn::If": ["UseJwt", "JWT", "NONE"]}
-    assert template["Conditions"]["UseJwt"] == {"Fn::Equals": [{"Ref": "AuthMode"}, "jwt"]}
+    variables = function(template, "McpFunction")["Environment"]["Variables"]
+    authorizers = resources(template, "AWS::ApiGatewayV2::Authorizer")
+    if mode == "none":
+        assert routes["POST /mcp"]["AuthorizationType"] == "NONE" and "AuthorizerId" not in routes["POST /mcp"]
+        assert not authorizers
+        assert variables["MCP_AUTHORIZATION_SERVERS"] == "", "no metadata without an authorization server"
+    else:
+        assert routes["POST /mcp"]["AuthorizationType"] == "JWT"
+        assert routes["POST /mcp"]["AuthorizerId"] == {"Ref": "JwtAuthorizer"}
+        jwt = authorizers["JwtAuthorizer"]["Properties"]
+        assert jwt["AuthorizerType"] == "JWT" and jwt["IdentitySource"] == ["$request.header.Authorization"]
+        # The metadata names the issuer the authorizer trusts.
+        assert variables["MCP_AUTHORIZATION_SERVERS"] == jwt["JwtConfiguration"]["Issuer"]
     stage = the(template, "AWS::ApiGatewayV2::Stage")
     assert stage["StageName"] == "$default", "well-known URIs must sit at the root"
+
+
+def test_cognito_mode_signs_in_with_pkce_and_the_authorizer_trusts_it(cfn):
+    template, mode = cfn
+    cognito = {k for k, r in template["Resources"].items() if r["Type"].startswith("AWS::Cognito::")}
+    if mode != "cognito":
+        assert not cognito, "only AuthMode cognito creates a user pool"
+        assert not any(k.startswith("Cognito") for k in template["Outputs"])
+        return
+    assert cognito == {"UserPool", "UserPoolResourceServer", "UserPoolDomain", "UserPoolClient"}
+    pool = template["Resources"]["UserPool"]["Properties"]
+    assert pool["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"] is True, "no self sign-up"
+    client = template["Resources"]["UserPoolClient"]["Properties"]
+    assert client["GenerateSecret"] is False, "MCP clients are public clients (PKCE)"
+    assert client["AllowedOAuthFlows"] == ["code"] and client["AllowedOAuthFlowsUserPoolClient"] is True
+    assert client["CallbackURLs"] == {"Ref": "CognitoCallbackUrls"}
+    scopes = template["Resources"]["UserPoolResourceServer"]["Properties"]
+    scope = f'{scopes["Identifier"]}/{scopes["Scopes"][0]["ScopeName"]}'
+    assert scope in client["AllowedOAuthScopes"]
+    variables = function(template, "McpFunction")["Environment"]["Variables"]
+    assert variables["MCP_SCOPES_SUPPORTED"] == scope, "the metadata publishes the scope tokens carry"
+    issuer = {"Fn::Sub": "https://cognito-idp.${AWS::Region}.${AWS::URLSuffix}/${UserPool}"}
+    jwt = template["Resources"]["JwtAuthorizer"]["Properties"]["JwtConfiguration"]
+    assert jwt["Issuer"] == issuer and variables["MCP_AUTHORIZATION_SERVERS"] == issuer
+    assert jwt["Audience"] == [{"Ref": "UserPoolClient"}], "Cognito access tokens carry the client id"
+    assert {"CognitoUserPoolId", "CognitoClientId", "CognitoIssuer", "CognitoSignInDomain"} <= set(template["Outputs"])
+
+
+def test_xray_tracing_is_off_unless_asked_and_then_can_send(cfn):
+    template, mode = cfn
+    for name in ("McpFunction", "TaskWorkerFunction"):
+        assert "Mode" not in function(template, name).get("TracingConfig", {}), "Lambda's default: no sampling"
+    assert not [s for s in iam_statements(template) if any(a.startswith("xray:") for a in listed(s["Action"]))]
+    traced = translate(mode, Tracing="Active")
+    for name in ("McpFunction", "TaskWorkerFunction"):
+        assert function(traced, name)["TracingConfig"] == {"Mode": "Active"}
+    for role in ("McpFunctionRole", "TaskWorkerRole"):
+        assert actions_of(traced, role, "xray") == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+
+def test_metrics_land_in_the_stacks_own_namespace(cfn):
+    template, _ = cfn
+    assert function(template, "McpFunction")["Environment"]["Variables"]["MCP_METRICS_NAMESPACE"] == {"Ref": "AWS::StackName"}
+    assert function(template, "McpFunction")["LoggingConfig"]["LogFormat"] == "Text", "EMF lines are read as they are written"
