@@ -279,10 +279,25 @@ def test_routes_and_auth(cfn):
         assert routes["POST /mcp"]["AuthorizerId"] == {"Ref": "JwtAuthorizer"}
         jwt = authorizers["JwtAuthorizer"]["Properties"]
         assert jwt["AuthorizerType"] == "JWT" and jwt["IdentitySource"] == ["$request.header.Authorization"]
-        # The metadata names the issuer the authorizer trusts.
+        # The metadata names the issuer the authorizer trusts, and the route
+        # requires a scope the metadata publishes.
         assert variables["MCP_AUTHORIZATION_SERVERS"] == jwt["JwtConfiguration"]["Issuer"]
+        required = routes["POST /mcp"]["AuthorizationScopes"]
+        published = variables["MCP_SCOPES_SUPPORTED"]
+        if mode == "cognito":
+            assert required == [published] == ["mcp/invoke"]
+        else:
+            assert required == {"Fn::Split": [",", published]}
     stage = the(template, "AWS::ApiGatewayV2::Stage")
     assert stage["StageName"] == "$default", "well-known URIs must sit at the root"
+
+
+def test_jwt_mode_cannot_be_deployed_without_issuer_audience_or_scopes():
+    rule = load_template(ROOT / "template.yaml")["Rules"]["JwtNeedsIssuerAudienceAndScopes"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "AuthMode"}, "jwt"]}
+    checked = [str(a["Assert"]) for a in rule["Assertions"]]
+    for parameter in ("JwtIssuer", "JwtAudience", "ScopesSupported"):
+        assert any(parameter in c for c in checked), parameter
 
 
 def test_cognito_mode_signs_in_with_pkce_and_the_authorizer_trusts_it(cfn):

@@ -281,29 +281,42 @@ impl HandleStore for DynamoStore {
         })
     }
 
-    fn delete<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+    fn delete<'a>(
+        &'a self,
+        key: &'a HandleKey,
+        expected_version: Option<u64>,
+        now: u64,
+    ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
-            let result = self
+            let delete = self
                 .client
                 .delete_item()
                 .table_name(&self.table)
                 .key(PARTITION_KEY, s(&key.partition_key))
-                .condition_expression(LIVE)
                 .expression_attribute_names("#owner", "owner")
                 .expression_attribute_values(":owner", s(&key.owner))
                 .expression_attribute_values(":now", n(now))
                 .return_values(ReturnValue::AllOld)
-                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-                .send()
-                .await;
-            match result {
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+            let delete = match expected_version {
+                None => delete.condition_expression(LIVE),
+                Some(version) => delete
+                    .condition_expression(format!("{LIVE} AND #version = :expected"))
+                    .expression_attribute_names("#version", "version")
+                    .expression_attribute_values(":expected", n(version)),
+            };
+            match delete.send().await {
                 Ok(output) => Ok(Lookup::Found(record(&output.attributes.unwrap_or_default())?)),
                 Err(error) => {
                     let seen = condition_failed(error, |e| match e {
                         DeleteItemError::ConditionalCheckFailedException(c) => c.item.clone(),
                         _ => None,
                     })?;
-                    self.explain(key, seen, now).await
+                    match self.explain(key, seen, now).await? {
+                        // Live and owned, so the version moved on.
+                        Lookup::LimitReached => Ok(Lookup::Conflict),
+                        other => Ok(other),
+                    }
                 }
             }
         })

@@ -11,7 +11,7 @@ use crate::{
     clock::Clock,
     protocol::context::CallContext,
     handles::{Change, HandleKey, HandleKind, HandleRecord, HandleStore, Lookup},
-    storage::StoreError,
+    storage::{Backoff, StoreError},
 };
 
 /// Compare-and-set attempts before giving up with [`HandleFailure::Busy`].
@@ -151,29 +151,38 @@ impl Handles {
         mut modify: impl FnMut(&mut Value),
     ) -> Result<HandleRecord, HandleFailure> {
         let key = self.key(ctx, kind, handle)?;
-        let mut backoff = CAS_BACKOFF_START;
-        for _ in 0..MAX_CAS_ATTEMPTS {
+        let mut backoff = Backoff::new(MAX_CAS_ATTEMPTS, CAS_BACKOFF_START);
+        loop {
             let now = self.clock.now();
             let mut record = outcome(self.store.get(&key, now).await)?;
             modify(&mut record.data);
             Self::check_size(kind, &record.data)?;
             let expires_at = now + kind.idle_ttl.as_secs();
             match outcome(self.store.replace(&key, record.version, &record.data, now, expires_at).await) {
-                Err(HandleFailure::Busy) => {
-                    crate::metrics::count(crate::metrics::Counter::StoreRetries);
-                    tokio::time::sleep(backoff).await;
-                    backoff *= 2;
-                }
+                Err(HandleFailure::Busy) if backoff.retry().await => {}
                 done => return done,
             }
         }
-        Err(HandleFailure::Busy)
     }
 
     /// Deletes the caller's live handle. One round trip.
     pub async fn delete(&self, ctx: &CallContext, kind: &HandleKind, handle: &str) -> Result<HandleRecord, HandleFailure> {
         let key = self.key(ctx, kind, handle)?;
-        outcome(self.store.delete(&key, self.clock.now()).await)
+        outcome(self.store.delete(&key, None, self.clock.now()).await)
+    }
+
+    /// Deletes the caller's live handle only if it is still at `version`
+    /// (the version a confirmation described): [`HandleFailure::Busy`] if it
+    /// changed since. One round trip.
+    pub async fn delete_at(
+        &self,
+        ctx: &CallContext,
+        kind: &HandleKind,
+        handle: &str,
+        version: u64,
+    ) -> Result<HandleRecord, HandleFailure> {
+        let key = self.key(ctx, kind, handle)?;
+        outcome(self.store.delete(&key, Some(version), self.clock.now()).await)
     }
 }
 

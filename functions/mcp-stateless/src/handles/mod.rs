@@ -143,8 +143,14 @@ pub trait HandleStore: Send + Sync {
         expires_at: u64,
     ) -> BoxFuture<'a, Result<Lookup, StoreError>>;
 
-    /// Deletes the item if it is live; answers what it found.
-    fn delete<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>>;
+    /// Deletes the item if it is live (and still at `expected_version`,
+    /// when given: `Conflict` otherwise); answers what it found.
+    fn delete<'a>(
+        &'a self,
+        key: &'a HandleKey,
+        expected_version: Option<u64>,
+        now: u64,
+    ) -> BoxFuture<'a, Result<Lookup, StoreError>>;
 }
 
 pub mod memory {
@@ -249,8 +255,14 @@ pub mod memory {
             }))
         }
 
-        fn delete<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+        fn delete<'a>(
+            &'a self,
+            key: &'a HandleKey,
+            expected_version: Option<u64>,
+            now: u64,
+        ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
             ready(self.with_items(|items| match Self::live(items, key, now) {
+                Ok(record) if expected_version.is_some_and(|v| v != record.version) => Lookup::Conflict,
                 Ok(_) => Lookup::Found(items.remove(&key.partition_key).expect("present")),
                 Err(outcome) => outcome,
             }))

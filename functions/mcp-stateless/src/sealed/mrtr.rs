@@ -5,10 +5,11 @@
 use std::{sync::Arc, time::Duration};
 
 use rmcp::model::{
-    ElicitRequest, ElicitRequestParams, ErrorData, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+    ElicitRequest, ElicitRequestParams, ErrorCode, ErrorData, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses,
 };
 use serde::{Serialize, de::DeserializeOwned};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::{
     clock::Clock,
@@ -20,6 +21,21 @@ use crate::{
 /// The one message a client gets for any state that does not open: it must
 /// not learn whether the state was forged, foreign, expired or stale.
 pub const INVALID_STATE_MESSAGE: &str = "requestState is invalid or expired; retry the request without it";
+
+/// Refuses a request whose client did not declare form elicitation, with
+/// the -32021 the edge would send once the tool had asked: call it first in
+/// a round that will ask, so a request that is going to be refused reads,
+/// writes and seals nothing.
+pub fn require_form_elicitation(ctx: &CallContext) -> Result<(), ErrorData> {
+    if ctx.declares("elicitation", Some("form")) {
+        return Ok(());
+    }
+    Err(ErrorData::new(
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        "Missing required client capability",
+        Some(json!({"requiredCapabilities": {"elicitation": {"form": {}}}})),
+    ))
+}
 
 /// The request a state belongs to: method, target and the arguments the tool
 /// chose to bind (default: all of them).
@@ -81,7 +97,13 @@ impl RequestStates {
             .seal(&self.binding(ctx, scope), &continuation, self.ttl)
             .await
             .map_err(|error| match error {
-                SealError::TooLarge { .. } | SealError::Serialize(_) => ErrorData::internal_error(error.to_string(), None),
+                // The sizes are the server's business: logged, not sent. A
+                // tool that carries user input should bound it first and
+                // answer with a tool error the user can act on.
+                SealError::TooLarge { .. } | SealError::Serialize(_) => {
+                    tracing::error!(%error, "sealing requestState failed");
+                    ErrorData::internal_error("the tool's state is too large to carry between rounds", None)
+                }
                 SealError::KeyUnavailable(_) => {
                     tracing::error!(%error, "sealing requestState failed");
                     ErrorData::internal_error("request state service unavailable", None)
@@ -190,4 +212,40 @@ pub fn ask_one(key: &str, request: InputRequest, request_state: String) -> Input
     let mut requests = InputRequests::new();
     requests.insert(key.to_owned(), request);
     InputRequiredResult::new(Some(requests), Some(request_state))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        clock::SystemClock,
+        protocol::context::Principal,
+        sealed::{
+            redemption::InMemoryLedger,
+            request_state::{EnvelopeSealer, InProcessKey},
+        },
+    };
+
+    fn ctx(capabilities: Value) -> CallContext {
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": capabilities});
+        CallContext::from_meta(Some(&meta), None, Principal::Anonymous).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_oversized_state_is_refused_without_saying_how_big() {
+        let sealer = EnvelopeSealer::new(InProcessKey::generate()).with_max_token_bytes(300);
+        let states = RequestStates::new(Arc::new(sealer), Arc::new(InMemoryLedger::default()), Arc::new(SystemClock), "t");
+        let arguments = json!({});
+        let error = states.seal(&ctx(json!({})), StateScope::tool("t", &arguments), &"x".repeat(1_000)).await.unwrap_err();
+        assert_eq!(error.code, ErrorCode::INTERNAL_ERROR);
+        assert!(!error.message.chars().any(|c| c.is_ascii_digit()), "no sizes or limits: {}", error.message);
+    }
+
+    #[test]
+    fn form_elicitation_is_required_up_front() {
+        assert!(require_form_elicitation(&ctx(json!({"elicitation": {}}))).is_ok());
+        let refused = require_form_elicitation(&ctx(json!({"elicitation": {"url": {}}}))).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        assert_eq!(refused.data, Some(json!({"requiredCapabilities": {"elicitation": {"form": {}}}})));
+    }
 }

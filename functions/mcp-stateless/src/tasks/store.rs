@@ -7,7 +7,11 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use super::record::{MAX_RECORD_BYTES, TaskRecord};
-use crate::{clock::Clock, handles::HandleKey, random, storage::StoreError};
+use crate::{
+    clock::Clock,
+    handles::HandleKey,
+    storage::{Backoff, StoreError},
+};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Replaced {
@@ -56,8 +60,8 @@ pub async fn transition(
     key: &HandleKey,
     mut change: impl FnMut(&mut TaskRecord) -> Decision,
 ) -> Result<Option<TaskRecord>, StoreError> {
-    let mut backoff = BACKOFF_START;
-    for attempt in 1..=MAX_ATTEMPTS {
+    let mut backoff = Backoff::new(MAX_ATTEMPTS, BACKOFF_START);
+    loop {
         let Some(mut record) = store.get(key, clock.now()).await? else { return Ok(None) };
         let expected = record.version;
         if let Decision::Keep = change(&mut record) {
@@ -73,16 +77,13 @@ pub async fn transition(
         }
         match store.replace(key, expected, &record).await? {
             Replaced::Done => return Ok(Some(record)),
-            Replaced::Conflict if attempt < MAX_ATTEMPTS => {
-                crate::metrics::count(crate::metrics::Counter::StoreRetries);
-                let jitter = u64::from(random::bytes::<1>()[0]) * backoff.as_millis() as u64 / 255;
-                tokio::time::sleep(backoff + Duration::from_millis(jitter)).await;
-                backoff *= 2;
+            Replaced::Conflict if backoff.retry().await => {}
+            Replaced::Conflict => {
+                return Err(StoreError::Unavailable("task record kept changing under concurrent writers".into()));
             }
-            Replaced::Conflict => {}
         }
     }
-    Err(StoreError::Unavailable("task record kept changing under concurrent writers".into()))
+
 }
 
 pub mod memory {

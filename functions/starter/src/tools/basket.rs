@@ -12,7 +12,7 @@ use std::time::Duration;
 use mcp_stateless::{
     CallContext, Change, HandleKind, StateScope,
     handles::access::HandleFailure,
-    sealed::mrtr::{ElicitationReply, ask_one, elicitation_reply, form_request},
+    sealed::mrtr::{ElicitationReply, ask_one, elicitation_reply, form_request, require_form_elicitation},
 };
 use rmcp::{
     ErrorData, Json,
@@ -69,6 +69,13 @@ pub struct BasketView {
     pub lines: Vec<Line>,
     /// Seconds since the epoch after which the basket is gone unless used.
     pub expires_at: u64,
+}
+
+/// What checkout seals between its rounds: the basket version the user
+/// was asked about.
+#[derive(Debug, Serialize, Deserialize)]
+struct Confirming {
+    version: u64,
 }
 
 fn lines(data: &Value) -> Vec<Line> {
@@ -139,6 +146,8 @@ impl StarterServer {
         let bound = json!({"basket": args.basket});
         let scope = StateScope::tool("checkout", &bound);
         let Some(token) = state else {
+            // Before the read (which slides the expiry) and the seal.
+            require_form_elicitation(&ctx)?;
             let record = match self.handles.read(&ctx, &BASKET, &args.basket).await {
                 Ok(record) => record,
                 Err(failure) => return failed(failure).map(Into::into),
@@ -151,10 +160,12 @@ impl StarterServer {
                 &format!("Place the order for {count} line(s)? The basket is deleted afterwards."),
                 json!({"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Place the order"}}, "required": ["confirm"]}),
             )?;
-            let state = self.request_states.seal(&ctx, scope, &json!({"step": "confirm"})).await?;
+            // What the user is shown is what gets ordered: the delete below
+            // only happens at this version of the basket.
+            let state = self.request_states.seal(&ctx, scope, &Confirming { version: record.version }).await?;
             return Ok(ask_one("confirm", question, state).into());
         };
-        self.request_states.open_once::<Value>(&ctx, scope, &token).await?;
+        let Confirming { version } = self.request_states.open_once(&ctx, scope, &token).await?;
         let confirmed = match elicitation_reply(&responses, "confirm") {
             ElicitationReply::Accepted(content) => content.get("confirm").and_then(Value::as_bool) == Some(true),
             ElicitationReply::Declined | ElicitationReply::Cancelled => false,
@@ -165,8 +176,12 @@ impl StarterServer {
         if !confirmed {
             return Ok(text("Checkout cancelled; the basket is unchanged.").into());
         }
-        match self.handles.delete(&ctx, &BASKET, &args.basket).await {
+        match self.handles.delete_at(&ctx, &BASKET, &args.basket, version).await {
             Ok(record) => Ok(text(format!("Order placed for {} line(s). The basket is closed.", lines(&record.data).len())).into()),
+            Err(HandleFailure::Busy) => Ok(CallToolResult::error(vec![ContentBlock::text(
+                "The basket changed after you were asked to confirm; nothing was ordered. Call checkout again to confirm what it holds now.",
+            )])
+            .into()),
             Err(failure) => failed(failure).map(Into::into),
         }
     }
@@ -214,6 +229,31 @@ mod tests {
         assert_eq!(replay["error"]["code"], -32602, "a confirmation opens once: {replay}");
         let gone = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
         assert!(text_of(&gone).starts_with("Unknown basket handle"), "{gone}");
+    }
+
+    #[tokio::test]
+    async fn a_confirmation_orders_only_what_the_user_was_shown() {
+        let addr = serve().await;
+        let basket = create(addr).await;
+        add(addr, &basket, "tea", 1).await;
+        let round1 = call_tool(addr, "alice", "checkout", json!({"basket": basket}), ELICIT(), json!({})).await;
+        assert!(round1["result"]["inputRequests"]["confirm"]["params"]["message"].as_str().unwrap().contains("1 line(s)"));
+        add(addr, &basket, "cake", 3).await;
+        let confirmed = call_tool(addr, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&round1["result"]["requestState"], true)).await;
+        assert_eq!(confirmed["result"]["isError"], true, "{confirmed}");
+        assert!(text_of(&confirmed).starts_with("The basket changed"), "{confirmed}");
+        let view = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+        assert_eq!(view["result"]["structuredContent"]["lines"].as_array().unwrap().len(), 2, "nothing was ordered");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_cannot_confirm_is_refused_before_anything_happens() {
+        let addr = serve().await;
+        // An unknown basket shows the order: the capability is checked
+        // before the basket is read (a read slides its expiry, a write).
+        let reply = call_tool(addr, "alice", "checkout", json!({"basket": BASKET.mint()}), json!({}), json!({})).await;
+        assert_eq!(reply["error"]["code"], -32021, "{reply}");
+        assert_eq!(reply["error"]["data"]["requiredCapabilities"], json!({"elicitation": {"form": {}}}));
     }
 
     #[tokio::test]

@@ -5,7 +5,7 @@
 
 use mcp_stateless::{
     CallContext, StateScope,
-    sealed::mrtr::{ElicitationReply, ask_one, elicitation_reply, form_request},
+    sealed::mrtr::{ElicitationReply, ask_one, elicitation_reply, form_request, require_form_elicitation},
 };
 use rmcp::{
     ErrorData,
@@ -17,6 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::StarterServer;
+
+/// The longest "what" the flow carries (sealed state is a few KB at most).
+const MAX_WHAT_CHARS: usize = 500;
 
 /// What the flow carries from round to round, sealed.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -47,6 +50,7 @@ impl StarterServer {
         match (draft.what, state.is_some()) {
             // Round 1: ask what.
             (None, false) => {
+                require_form_elicitation(&ctx)?;
                 let ask = form_request(
                     "What should I remind you about?",
                     json!({"type": "object", "properties": {"what": {"type": "string", "minLength": 1}}, "required": ["what"]}),
@@ -60,6 +64,12 @@ impl StarterServer {
                     let what = content.get("what").and_then(Value::as_str).unwrap_or_default().trim().to_owned();
                     if what.is_empty() {
                         return Ok(done("No reminder was set: nothing to remind about."));
+                    }
+                    // It travels sealed in the next round's requestState,
+                    // whose size is bounded: say so rather than fail.
+                    if what.chars().count() > MAX_WHAT_CHARS {
+                        let message = format!("Keep the reminder under {MAX_WHAT_CHARS} characters; call plan_reminder again.");
+                        return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
                     }
                     let ask = form_request(
                         &format!("When should I remind you to {what}?"),
@@ -108,6 +118,16 @@ mod tests {
         let when = json!({"action": "accept", "content": {"when": "2026-12-01T09:00:00Z"}});
         let round3 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round2["result"]["requestState"], "when", when)).await;
         assert_eq!(text_of(&round3), "Reminder set: water the plants, at 2026-12-01T09:00:00Z.");
+    }
+
+    #[tokio::test]
+    async fn an_overlong_answer_is_a_tool_error_that_says_what_to_do() {
+        let addr = serve().await;
+        let round1 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), json!({})).await;
+        let what = json!({"action": "accept", "content": {"what": "x".repeat(5_000)}});
+        let reply = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round1["result"]["requestState"], "what", what)).await;
+        assert_eq!(reply["result"]["isError"], true, "{reply}");
+        assert_eq!(text_of(&reply), "Keep the reminder under 500 characters; call plan_reminder again.");
     }
 
     #[tokio::test]
