@@ -117,6 +117,43 @@ async fn state_sealed_before_a_key_rotation_still_opens() {
     assert_eq!(cold_calls.decrypt.load(std::sync::atomic::Ordering::Relaxed), 1);
 }
 
+/// A forged token names whatever "encrypted data key" it likes; each one
+/// KMS is asked about costs a Decrypt (about 57 ms and account quota).
+/// Replays of one cost one call, oversized ones none, and new ones a
+/// bounded number per minute.
+#[tokio::test]
+async fn forged_data_keys_cost_at_most_one_decrypt_each_and_a_bounded_number_per_minute() {
+    use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+    let key = fresh_key(&sdk().await).await;
+    let window = KeyWindow { max_decrypts_per_minute: 5, ..KeyWindow::default() };
+    let (sealer, calls) = kms_sealer(&key, "e2e", window, ManualClock::at(1_000)).await;
+    let decrypts = || calls.decrypt.load(std::sync::atomic::Ordering::Relaxed);
+    let binding = StateBinding::new(&caller("mallory"), "tools/call", "t", &json!({}), "e2e");
+    // v1. | u16 length | key ref | 12-byte nonce | ciphertext and 16-byte tag
+    let forged = |key_ref: &[u8]| {
+        let mut raw = (key_ref.len() as u16).to_be_bytes().to_vec();
+        raw.extend_from_slice(key_ref);
+        raw.extend_from_slice(&[0u8; 12 + 32]);
+        format!("v1.{}", URL_SAFE_NO_PAD.encode(raw))
+    };
+
+    for _ in 0..20 {
+        assert_eq!(sealer.open(&binding, &forged(&[7u8; 184])).await.unwrap_err(), OpenError::KeyRefused);
+    }
+    assert_eq!(decrypts(), 1, "a refused data key is remembered");
+    assert_eq!(sealer.open(&binding, &forged(&[1u8; 2_000])).await.unwrap_err(), OpenError::Malformed);
+    assert_eq!(decrypts(), 1, "no KMS call for a key KMS could not have made");
+    for i in 0..20u8 {
+        assert!(sealer.open(&binding, &forged(&[i; 184])).await.is_err());
+    }
+    assert_eq!(decrypts(), 5, "the per-minute bound");
+
+    // The instance's own states still open: their key needs no Decrypt.
+    let own = sealer.seal(&binding, &json!({"ok": true}), Duration::from_secs(600)).await.unwrap();
+    assert_eq!(sealer.open(&binding, &own).await.unwrap().data, json!({"ok": true}));
+    assert_eq!(decrypts(), 5);
+}
+
 /// The request log's counters (CloudWatch metrics in Lambda): each request
 /// counts its own KMS calls and data-key cache hits.
 #[tokio::test]

@@ -41,10 +41,24 @@ pub const CONTEXT_AUDIENCE_KEY: &str = "audience";
 pub struct KeyWindow {
     pub max_age: Duration,
     pub max_seals: u64,
-    /// Unwrapped keys kept for opening tokens sealed elsewhere.
+    /// Unwrapped keys kept for opening tokens sealed elsewhere, and data keys
+    /// KMS refused (so a forged token replayed costs one Decrypt, not one
+    /// per replay).
     pub cache_entries: usize,
     pub cache_max_age: Duration,
+    /// How long a refusal is remembered: short, since a key can be
+    /// re-enabled or a policy fixed.
+    pub refusal_max_age: Duration,
+    /// Decrypt calls for data keys this instance has not seen, per minute.
+    /// Honest traffic needs about one per sealing instance per `max_age`;
+    /// beyond the bound a token is treated as invalid (the client retries
+    /// without it) rather than spending the account's KMS quota.
+    pub max_decrypts_per_minute: u32,
 }
+
+/// KMS ciphertext blobs of 32-byte data keys are under 200 bytes; anything
+/// much longer was not made by KMS and is refused without a call.
+pub const MAX_ENCRYPTED_KEY_BYTES: usize = 512;
 
 impl Default for KeyWindow {
     fn default() -> Self {
@@ -54,6 +68,8 @@ impl Default for KeyWindow {
             cache_entries: 64,
             // Longer than any state lives (default 10 minutes) plus a window.
             cache_max_age: Duration::from_secs(3_600),
+            refusal_max_age: Duration::from_secs(300),
+            max_decrypts_per_minute: 60,
         }
     }
 }
@@ -78,6 +94,7 @@ pub struct KmsDataKeys {
     audience: String,
     window: KeyWindow,
     current: tokio::sync::Mutex<Option<CurrentKey>>,
+    decrypt_budget: Mutex<DecryptBudget>,
     opened: Mutex<OpenedKeys>,
     pub calls: Arc<KmsCallCounts>,
 }
@@ -90,6 +107,7 @@ impl KmsDataKeys {
             audience: audience.into(),
             window,
             current: tokio::sync::Mutex::new(None),
+            decrypt_budget: Mutex::new(DecryptBudget::new()),
             opened: Mutex::new(OpenedKeys::default()),
             calls: Arc::default(),
         }
@@ -186,7 +204,7 @@ impl DataKeySource for KmsDataKeys {
                 let previous = current.replace(self.generate().await?);
                 // Tokens sealed under the previous key keep opening until they expire.
                 if let (Some(previous), Ok(mut opened)) = (previous, self.opened.lock()) {
-                    opened.insert(previous.encrypted, previous.key, &self.window);
+                    opened.insert(previous.encrypted, Some(previous.key), &self.window);
                 }
             }
             let key = current.as_mut().expect("set above");
@@ -201,37 +219,58 @@ impl DataKeySource for KmsDataKeys {
                 metrics::count(Counter::DataKeyCacheHits);
                 return Ok(current.key.clone());
             }
-            if let Some(key) = self.opened.lock().ok().and_then(|mut opened| opened.get(key_ref, &self.window)) {
-                metrics::count(Counter::DataKeyCacheHits);
-                return Ok(key);
+            if key_ref.len() > MAX_ENCRYPTED_KEY_BYTES {
+                return Err(OpenError::Malformed);
             }
-            let key = Arc::new(self.decrypt(key_ref).await?);
-            if let Ok(mut opened) = self.opened.lock() {
-                opened.insert(key_ref.to_vec(), key.clone(), &self.window);
+            match self.opened.lock().ok().and_then(|mut opened| opened.get(key_ref, &self.window)) {
+                Some(Some(key)) => {
+                    metrics::count(Counter::DataKeyCacheHits);
+                    return Ok(key);
+                }
+                Some(None) => return Err(OpenError::KeyRefused),
+                None => {}
             }
-            Ok(key)
+            if !self.decrypt_budget.lock().is_ok_and(|mut budget| budget.take(self.window.max_decrypts_per_minute)) {
+                tracing::warn!("requestState Decrypt budget spent for this minute; treating the token as invalid");
+                return Err(OpenError::KeyRefused);
+            }
+            let outcome = self.decrypt(key_ref).await.map(Arc::new);
+            let learnt = match &outcome {
+                Ok(key) => Some(Some(key.clone())),
+                Err(OpenError::KeyRefused) => Some(None),
+                // Unreachable or throttled: nothing learnt about the key.
+                Err(_) => None,
+            };
+            if let (Some(entry), Ok(mut opened)) = (learnt, self.opened.lock()) {
+                opened.insert(key_ref.to_vec(), entry, &self.window);
+            }
+            outcome
         })
     }
 }
 
-/// Unwrapped data keys by encrypted-key bytes: bounded in count and age.
+/// What this instance knows of data keys, by encrypted-key bytes: the
+/// unwrapped key, or `None` for one KMS refused. Bounded in count and age.
 #[derive(Default)]
 struct OpenedKeys {
-    keys: HashMap<Vec<u8>, (Arc<LessSafeKey>, Instant)>,
+    keys: HashMap<Vec<u8>, (Option<Arc<LessSafeKey>>, Instant)>,
     order: VecDeque<Vec<u8>>,
 }
 
 impl OpenedKeys {
-    fn get(&mut self, encrypted: &[u8], window: &KeyWindow) -> Option<Arc<LessSafeKey>> {
+    /// `Some(Some(key))`: known good; `Some(None)`: recently refused;
+    /// `None`: not known (or forgotten).
+    fn get(&mut self, encrypted: &[u8], window: &KeyWindow) -> Option<Option<Arc<LessSafeKey>>> {
         let (key, added) = self.keys.get(encrypted)?;
-        if added.elapsed() < window.cache_max_age {
+        let max_age = if key.is_some() { window.cache_max_age } else { window.refusal_max_age };
+        if added.elapsed() < max_age {
             return Some(key.clone());
         }
         self.keys.remove(encrypted);
         None
     }
 
-    fn insert(&mut self, encrypted: Vec<u8>, key: Arc<LessSafeKey>, window: &KeyWindow) {
+    fn insert(&mut self, encrypted: Vec<u8>, key: Option<Arc<LessSafeKey>>, window: &KeyWindow) {
         if self.keys.insert(encrypted.clone(), (key, Instant::now())).is_none() {
             self.order.push_back(encrypted);
         }
@@ -244,5 +283,28 @@ impl OpenedKeys {
             }
         }
         self.order.retain(|k| self.keys.contains_key(k));
+    }
+}
+
+/// Decrypt calls left in the current minute.
+struct DecryptBudget {
+    minute_started: Instant,
+    spent: u32,
+}
+
+impl DecryptBudget {
+    fn new() -> Self {
+        Self { minute_started: Instant::now(), spent: 0 }
+    }
+
+    fn take(&mut self, per_minute: u32) -> bool {
+        if self.minute_started.elapsed() >= Duration::from_secs(60) {
+            *self = Self::new();
+        }
+        if self.spent >= per_minute {
+            return false;
+        }
+        self.spent += 1;
+        true
     }
 }
