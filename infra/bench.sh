@@ -5,6 +5,8 @@
 #   repository: ../shared/tools/bench): cold start, req/s, latency, CPU per
 #   request, peak RSS and stripped binary size, as ratios from one run, with
 #   a second bare rmcp instance as the run's noise control;
+# - instructions per request under callgrind, next to bare rmcp (CPU time
+#   per request is noisy on shared cores; instruction counts are not);
 # - the function in Lambda mode against a stand-in Runtime API: start to
 #   first event answered, peak RSS after 1,000 events;
 # - the local server: start to first tools/call answered, peak RSS;
@@ -44,6 +46,17 @@ if [ -f "$shared_bench" ]; then
     bash "$shared_bench" "$binary" 18200 echo 2>&1 | tee "$STATE_DIR/bench-shared.txt" | sed -n '/^|/p;/^bench:/p'
 else
   say "skipped the side-by-side run: no shared bench beside the repository"
+fi
+
+# CPU time per request is noisy on shared cores; instructions are not.
+if command -v valgrind >/dev/null; then
+  say "instructions per request (callgrind), side by side"
+  peer_rmcp="$HOME/.cache/mcp-bench/peers/rust/target/release/perf-rmcp"
+  peers=()
+  [ -x "$peer_rmcp" ] && peers+=("rmcp=$peer_rmcp {port}")
+  "$VENV/bin/python" "$ROOT/infra/instructions_bench.py" "$FUNCTION=$binary" "${peers[@]}"
+else
+  say "skipped instructions per request: no valgrind"
 fi
 
 say "Lambda mode (stand-in Runtime API on loopback)"
