@@ -26,6 +26,11 @@ emulator_env() {
   export AWS_EC2_METADATA_DISABLED=true
 }
 
+# A loopback port nothing listens on right now.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 # A process and everything it started (cargo lambda watch runs cargo, which

@@ -42,7 +42,7 @@ export CARGO_TARGET_DIR="$ROOT/target"
 )
 cargo build --locked -p "$name" -p "$name-worker"
 
-port=39393
+port="$(free_port)"
 MCP_LOCAL_ADDR="127.0.0.1:$port" "$CARGO_TARGET_DIR/debug/$name" >"$STATE_DIR/fork-server.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true' EXIT

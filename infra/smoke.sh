@@ -29,7 +29,9 @@ wait_for() {
 }
 
 local_runs() {
-  local issuer="https://issuer.example.com/" port=39394 watch_port=39395
+  local issuer="https://issuer.example.com/" port watch_port
+  port="$(free_port)"
+  watch_port="$(free_port)"
   cargo build --locked -p "$FUNCTION" 2>&1 | tail -n 1
   export MCP_AUTHORIZATION_SERVERS="$issuer"
 
