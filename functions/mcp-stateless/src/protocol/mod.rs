@@ -40,8 +40,9 @@ pub fn server_info(name: &str, version: &str, capabilities: ServerCapabilities) 
 /// optional params rmcp reads leniently.
 pub fn params_misfit(method: &str, params: Option<&Value>) -> Option<String> {
     fn check<T: DeserializeOwned>(method: &str, params: Option<&Value>) -> Option<String> {
-        let params = params.cloned().unwrap_or_else(|| Value::Object(Default::default()));
-        let error = serde_json::from_value::<T>(params).err()?.to_string();
+        // Deserialized from a borrow: no copy of the arguments per request.
+        let empty = Value::Object(Default::default());
+        let error = T::deserialize(params.unwrap_or(&empty)).err()?.to_string();
         // The reason quotes the client's own input: keep it short.
         let reason: String = error.chars().take(160).collect();
         Some(format!("params of {method} do not fit its schema: {reason}"))
