@@ -133,8 +133,14 @@ impl Handles {
         handle: &str,
         change: &Change,
     ) -> Result<HandleRecord, HandleFailure> {
-        if let Change::Append { value, .. } = change {
-            Self::check_size(kind, value)?;
+        if let Change::Append { value, max_len, .. } = change {
+            // The store's condition counts elements, not bytes: each element
+            // gets an equal share of the kind's byte budget, so a full list
+            // still fits in it (and far under DynamoDB's 400 KB item limit).
+            let share = kind.max_data_bytes / (*max_len).max(1);
+            if serde_json::to_vec(value).map_or(usize::MAX, |bytes| bytes.len()) > share {
+                return Err(HandleFailure::TooLarge { limit: kind.max_data_bytes });
+            }
         }
         let key = self.key(ctx, kind, handle)?;
         let now = self.clock.now();
@@ -234,6 +240,26 @@ mod tests {
         clock.advance(3_600);
         assert_eq!(handles.read(&alice, &BASKET, &h).await.unwrap_err(), HandleFailure::Expired);
         assert_eq!(handles.read(&alice, &BASKET, &h).await.unwrap_err(), HandleFailure::Unknown, "deleted once seen expired");
+    }
+
+    #[tokio::test]
+    async fn appends_cannot_grow_a_handle_past_its_byte_budget() {
+        let handles = Handles::new(Arc::new(InMemoryHandleStore::default()), Arc::new(ManualClock::at(1_000)));
+        let alice = ctx("alice");
+        let h = handles.create(&alice, &BASKET, json!({"items": []})).await.unwrap();
+        // A 200-byte budget over at most 4 elements: 50 bytes each.
+        let fits = Change::Append { field: "items".into(), value: json!("x".repeat(40)), max_len: 4 };
+        for _ in 0..4 {
+            handles.apply(&alice, &BASKET, &h, &fits).await.unwrap();
+        }
+        assert_eq!(handles.apply(&alice, &BASKET, &h, &fits).await.unwrap_err(), HandleFailure::LimitReached);
+        let full = handles.read(&alice, &BASKET, &h).await.unwrap();
+        assert!(serde_json::to_vec(&full.data).unwrap().len() <= BASKET.max_data_bytes, "a full list fits the budget");
+
+        let other = handles.create(&alice, &BASKET, json!({"items": []})).await.unwrap();
+        let too_big = Change::Append { field: "items".into(), value: json!("x".repeat(60)), max_len: 4 };
+        assert_eq!(handles.apply(&alice, &BASKET, &other, &too_big).await.unwrap_err(), HandleFailure::TooLarge { limit: 200 });
+        assert_eq!(handles.read(&alice, &BASKET, &other).await.unwrap().data, json!({"items": []}), "nothing written");
     }
 
     #[test]

@@ -257,6 +257,19 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_basket_cannot_outgrow_its_size_limit() {
+        let addr = serve().await;
+        let basket = create(addr).await;
+        let longest = add(addr, &basket, &"x".repeat(100), 99).await;
+        assert!(text_of(&longest).starts_with("Added 99 x"), "the longest item the schema allows fits: {longest}");
+        let long = add(addr, &basket, &"y".repeat(8_000), 1).await;
+        assert_eq!(long["result"]["isError"], true, "{long}");
+        assert_eq!(text_of(&long), "The basket would exceed its size limit of 32768 bytes.");
+        let view = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
+        assert_eq!(view["result"]["structuredContent"]["lines"].as_array().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
     async fn another_caller_cannot_see_or_change_it() {
         let addr = serve().await;
         let basket = create(addr).await;
