@@ -47,7 +47,7 @@ swap() {
 }
 mapfile -t rust_files < <(find "functions/$new" "functions/$new-worker" -name '*.rs')
 swap Cargo.toml "functions/$new/Cargo.toml" "functions/$new-worker/Cargo.toml" "${rust_files[@]}" \
-  template.yaml README.md infra/*.sh
+  template.yaml README.md SECURITY.md infra/*.sh
 # The stack name (samconfig.toml) and the one place the scripts read the
 # function's name from (infra/common.sh).
 perl -pi -e "s/^stack_name = \".*\"/stack_name = \"$new\"/" samconfig.toml
