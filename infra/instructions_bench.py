@@ -12,7 +12,6 @@ The first server is compared with each of the others.
 
 import glob
 import http.client
-import json
 import os
 import shlex
 import signal
@@ -21,15 +20,11 @@ import sys
 import tempfile
 import time
 
+import tool_call  # infra/tool_call.py, beside this script
+
 PORT = 39395
-BODY = json.dumps({
-    "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-    "params": {"name": "echo", "arguments": {"text": "hello"},
-               "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                         "io.modelcontextprotocol/clientCapabilities": {}}},
-})
-HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-           "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
+BODY = tool_call.body("echo", {"text": "hello"})
+HEADERS = tool_call.headers("echo")
 
 
 def connect():

@@ -9,15 +9,11 @@ import sys
 import time
 import urllib.request
 
+import tool_call  # infra/tool_call.py, beside this script
+
 PORT = 39391
-BODY = json.dumps({
-    "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-    "params": {"name": "text_stats", "arguments": {"text": "hello world"},
-               "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                         "io.modelcontextprotocol/clientCapabilities": {}}},
-}).encode()
-HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-           "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "text_stats"}
+BODY = tool_call.body("text_stats", {"text": "hello world"})
+HEADERS = tool_call.headers("text_stats")
 
 
 def call():
