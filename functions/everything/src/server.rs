@@ -37,11 +37,13 @@ impl EverythingServer {
         let tasks = deps.tasks.with_tools(tools);
         Self {
             request_states: deps.request_states,
-            tool_router: Self::content_tools()
-                + Self::mrtr_tools()
-                + Self::schema_tools()
-                + Self::task_fixture_tools()
-                + tasks.router(),
+            tool_router: mcp_stateless::protocol::arguments::checked(
+                Self::content_tools()
+                    + Self::mrtr_tools()
+                    + Self::schema_tools()
+                    + Self::task_fixture_tools()
+                    + tasks.router(),
+            ),
             tasks,
             prompt_router: Self::prompts(),
         }

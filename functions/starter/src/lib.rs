@@ -30,7 +30,9 @@ pub struct StarterServer {
 impl StarterServer {
     pub fn new(deps: Dependencies) -> Self {
         let tasks = deps.tasks.with_tools(tools::task_tools());
-        let tool_router = tools::all() + tasks.router();
+        // Every call's arguments are checked against the tool's published
+        // inputSchema before the tool runs (a tool error if they break it).
+        let tool_router = mcp_stateless::protocol::arguments::checked(tools::all() + tasks.router());
         Self { request_states: deps.request_states, handles: deps.handles, tasks, tool_router }
     }
 }
@@ -50,4 +52,17 @@ impl ServerHandler for StarterServer {
     }
 
     mcp_stateless::task_methods!(tasks);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A schema that does not compile would make its tool answer -32603:
+    /// caught here, before deployment.
+    #[test]
+    fn every_published_input_schema_compiles() {
+        let server = StarterServer::new(Dependencies::in_process());
+        assert_eq!(mcp_stateless::protocol::arguments::schema_problems(&server.tool_router), Vec::<String>::new());
+    }
 }

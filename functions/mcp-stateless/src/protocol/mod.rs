@@ -2,6 +2,7 @@
 //! [`capability_guard`], and the constants and helpers every function's
 //! handler uses.
 
+pub mod arguments;
 pub mod capability_guard;
 pub mod context;
 

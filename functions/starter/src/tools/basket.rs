@@ -102,8 +102,10 @@ impl StarterServer {
 
     #[tool(description = "Adds an item to a basket")]
     async fn add_item(&self, ctx: CallContext, Parameters(args): Parameters<AddItem>) -> Result<CallToolResult, ErrorData> {
-        if args.item.trim().is_empty() || !(1..=99).contains(&args.quantity) {
-            return Ok(CallToolResult::error(vec![ContentBlock::text("Give a non-empty item and a quantity from 1 to 99.")]));
+        // The schema already bounds the length and the quantity (checked
+        // before this runs); it cannot say "not only spaces".
+        if args.item.trim().is_empty() {
+            return Ok(CallToolResult::error(vec![ContentBlock::text("Give an item that is not only spaces.")]));
         }
         let line = json!({"item": args.item.trim(), "quantity": args.quantity});
         let change = Change::Append { field: "lines".into(), value: line, max_len: MAX_LINES };
@@ -123,10 +125,13 @@ impl StarterServer {
         &self,
         ctx: CallContext,
         Parameters(args): Parameters<BasketArgument>,
-    ) -> Result<Json<BasketView>, CallToolResult> {
+    ) -> Result<Json<BasketView>, Result<CallToolResult, ErrorData>> {
+        // The error side is itself a Result, as in every other tool: a
+        // failure the model can act on is a tool error, a store failure is
+        // -32603 (HandleFailure::into_tool_result decides which).
         match self.handles.read(&ctx, &BASKET, &args.basket).await {
             Ok(record) => Ok(Json(BasketView { lines: lines(&record.data), basket: args.basket, expires_at: record.expires_at })),
-            Err(failure) => Err(failed(failure).unwrap_or_else(|e| CallToolResult::error(vec![ContentBlock::text(e.message)]))),
+            Err(failure) => Err(failed(failure)),
         }
     }
 
@@ -192,7 +197,7 @@ mod tests {
     use e2e::{call_tool, text_of};
 
     use super::*;
-    use crate::testing::serve;
+    use crate::testing::{serve, serve_with_handle_store_down};
 
     const ELICIT: fn() -> Value = || json!({"elicitation": {}});
 
@@ -257,16 +262,37 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_basket_cannot_outgrow_its_size_limit() {
+    async fn arguments_outside_the_published_schema_change_nothing() {
         let addr = serve().await;
         let basket = create(addr).await;
         let longest = add(addr, &basket, &"x".repeat(100), 99).await;
         assert!(text_of(&longest).starts_with("Added 99 x"), "the longest item the schema allows fits: {longest}");
-        let long = add(addr, &basket, &"y".repeat(8_000), 1).await;
+        // maxLength 100 is published in the schema, so it is enforced.
+        let long = add(addr, &basket, &"y".repeat(200), 1).await;
         assert_eq!(long["result"]["isError"], true, "{long}");
-        assert_eq!(text_of(&long), "The basket would exceed its size limit of 32768 bytes.");
+        assert!(text_of(&long).starts_with("Invalid argument /item:"), "{long}");
+        let many = add(addr, &basket, "tea", 100).await;
+        assert!(text_of(&many).starts_with("Invalid argument /quantity:"), "{many}");
+        let spaces = add(addr, &basket, "   ", 1).await;
+        assert_eq!(spaces["result"]["isError"], true, "{spaces}");
         let view = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
         assert_eq!(view["result"]["structuredContent"]["lines"].as_array().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_store_failure_is_the_same_server_error_in_every_tool() {
+        let addr = serve_with_handle_store_down().await;
+        let basket = BASKET.mint();
+        for (tool, arguments) in [
+            ("create_basket", json!({})),
+            ("add_item", json!({"basket": basket, "item": "tea", "quantity": 1})),
+            ("view_basket", json!({"basket": basket})),
+            ("checkout", json!({"basket": basket})),
+        ] {
+            let reply = call_tool(addr, "alice", tool, arguments, ELICIT(), json!({})).await;
+            assert_eq!(reply["error"]["code"], -32603, "{tool}: {reply}");
+            assert_eq!(reply["error"]["message"], "storage unavailable", "{tool}: nothing about the store leaks");
+        }
     }
 
     #[tokio::test]
