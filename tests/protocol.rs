@@ -167,6 +167,16 @@ async fn malformed_bodies_get_json_rpc_errors() {
 }
 
 #[tokio::test]
+async fn no_answer_may_be_stored_by_an_http_cache() {
+    let addr = server().await;
+    let called = post(addr, &request(1, "tools/call", json!({"name": "test_simple_text", "arguments": {}}), json!({}))).await;
+    assert_eq!(called.headers[http::header::CACHE_CONTROL], "no-store");
+    let refused = send(addr, "POST", &[], b"{}".to_vec()).await;
+    assert!(refused.status >= 400);
+    assert_eq!(refused.headers[http::header::CACHE_CONTROL], "no-store", "errors too");
+}
+
+#[tokio::test]
 async fn results_carry_result_type_cache_hints_and_server_info() {
     let addr = server().await;
     let cached = ["server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list"];

@@ -2,6 +2,7 @@
 //! ephemeral port and talk to it over real HTTP/1.1, the way a client would.
 
 pub mod emulator;
+pub mod fault_proxy;
 pub mod fixture_server;
 pub mod tasks;
 

@@ -94,6 +94,9 @@ pub struct KmsDataKeys {
     audience: String,
     window: KeyWindow,
     current: tokio::sync::Mutex<Option<CurrentKey>>,
+    /// The current key for opening, in a lock never held across a call:
+    /// opens must not queue behind a slow GenerateDataKey.
+    current_for_open: Mutex<Option<(Vec<u8>, Arc<LessSafeKey>)>>,
     decrypt_budget: Mutex<DecryptBudget>,
     opened: Mutex<OpenedKeys>,
     pub calls: Arc<KmsCallCounts>,
@@ -107,6 +110,7 @@ impl KmsDataKeys {
             audience: audience.into(),
             window,
             current: tokio::sync::Mutex::new(None),
+            current_for_open: Mutex::new(None),
             decrypt_budget: Mutex::new(DecryptBudget::new()),
             opened: Mutex::new(OpenedKeys::default()),
             calls: Arc::default(),
@@ -201,7 +205,11 @@ impl DataKeySource for KmsDataKeys {
             if fresh {
                 metrics::count(Counter::DataKeyCacheHits);
             } else {
-                let previous = current.replace(self.generate().await?);
+                let fresh = self.generate().await?;
+                if let Ok(mut for_open) = self.current_for_open.lock() {
+                    *for_open = Some((fresh.encrypted.clone(), fresh.key.clone()));
+                }
+                let previous = current.replace(fresh);
                 // Tokens sealed under the previous key keep opening until they expire.
                 if let (Some(previous), Ok(mut opened)) = (previous, self.opened.lock()) {
                     opened.insert(previous.encrypted, Some(previous.key), &self.window);
@@ -215,9 +223,10 @@ impl DataKeySource for KmsDataKeys {
 
     fn opening_key<'a>(&'a self, key_ref: &'a [u8]) -> BoxFuture<'a, Result<Arc<LessSafeKey>, OpenError>> {
         Box::pin(async move {
-            if let Some(current) = self.current.lock().await.as_ref().filter(|k| k.encrypted == key_ref) {
+            let current = self.current_for_open.lock().ok().and_then(|c| c.as_ref().filter(|(encrypted, _)| encrypted == key_ref).map(|(_, key)| key.clone()));
+            if let Some(key) = current {
                 metrics::count(Counter::DataKeyCacheHits);
-                return Ok(current.key.clone());
+                return Ok(key);
             }
             if key_ref.len() > MAX_ENCRYPTED_KEY_BYTES {
                 return Err(OpenError::Malformed);

@@ -6,6 +6,7 @@
 //! request needs one.
 
 pub mod attribute_values;
+pub mod call_limits;
 pub mod dynamo_handles;
 pub mod dynamo_tasks;
 pub mod kms_keys;
@@ -27,15 +28,25 @@ use mcp_stateless::{
     },
 };
 
+pub use call_limits::CallLimits;
 pub use dynamo_handles::DynamoStore;
 pub use kms_keys::{KeyWindow, KmsDataKeys};
 pub use settings::AwsSettings;
 pub use sqs_queue::SqsTaskQueue;
 
 /// The SDK configuration from the environment (`AWS_REGION`,
-/// `AWS_ENDPOINT_URL` for emulators, credentials).
+/// `AWS_ENDPOINT_URL` for emulators, credentials), with every call bounded
+/// by [`CallLimits::LAMBDA`].
 pub async fn sdk_config() -> aws_config::SdkConfig {
-    aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
+    sdk_config_with(&CallLimits::LAMBDA).await
+}
+
+pub async fn sdk_config_with(limits: &CallLimits) -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .timeout_config(limits.timeout_config())
+        .retry_config(limits.retry_config())
+        .load()
+        .await
 }
 
 /// Dependencies for `settings`: AWS where configured, memory elsewhere.

@@ -10,7 +10,7 @@
 use std::{sync::Arc, time::Instant};
 
 use bytes::Bytes;
-use http::{HeaderMap, Method, StatusCode, header};
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use rmcp::{
     ServerHandler,
@@ -92,8 +92,12 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     pub async fn handle(&self, request: http::Request<Bytes>) -> http::Response<Bytes> {
         let started = Instant::now();
         let mut log = RequestLog::default();
-        let (response, counts) = metrics::scope(self.respond(request, &mut log)).await;
+        let (mut response, counts) = metrics::scope(self.respond(request, &mut log)).await;
         log.finish(self.policy.mode, response.status(), started.elapsed(), &counts);
+        // Answers carry handles, sealed state and per-caller data: nothing
+        // between client and server may keep them. (MCP's own caching
+        // hints, ttlMs and cacheScope, are in the result for the client.)
+        response.headers_mut().entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
         response
     }
 

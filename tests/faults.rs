@@ -1,0 +1,241 @@
+//! Faults between the server and its AWS dependencies, injected by a proxy
+//! in front of the emulator (`support/fault_proxy.rs`): throttling, 500s,
+//! dropped connections and endpoints that never answer, for KMS, DynamoDB
+//! and SQS. Each must give a clean JSON-RPC error within a bound (the SDK
+//! limits, here shortened), leave nothing half-written, and recover once
+//! the fault clears.
+
+use std::{
+    net::SocketAddr,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use e2e::{
+    call_tool,
+    emulator::{fresh_key, fresh_queues, fresh_table, scan, sdk, settings, start_fixtures_with, start_task_server_with, unique},
+    fault_proxy::{Fault, FaultProxy, Service},
+    tasks::rpc,
+    text_of,
+};
+use mcp_aws::{AwsSettings, CallLimits};
+use mcp_stateless::clock::SystemClock;
+use serde_json::{Value, json};
+
+/// The Lambda limits scaled down so the suite stays quick.
+const FAST: CallLimits = CallLimits {
+    connect: Duration::from_millis(300),
+    attempt: Duration::from_millis(400),
+    operation: Duration::from_millis(1_200),
+    max_attempts: 3,
+    initial_backoff: Duration::from_millis(10),
+    max_backoff: Duration::from_millis(50),
+};
+
+const FAULTS: [Fault; 4] = [Fault::Throttling, Fault::ServerError, Fault::Reset, Fault::Stall];
+
+/// Far above what any request may take under `FAST` (a few calls of at
+/// most 1.2 s each); without the limits a stalled endpoint hangs forever.
+const ANSWER_WITHIN: Duration = Duration::from_secs(15);
+
+fn elicit() -> Value {
+    json!({"elicitation": {}})
+}
+
+struct Rig {
+    proxy: FaultProxy,
+    settings: AwsSettings,
+    direct: aws_config::SdkConfig,
+}
+
+impl Rig {
+    async fn new() -> Self {
+        let direct = sdk().await;
+        let proxy = FaultProxy::in_front_of_emulator().await;
+        let settings = settings(&fresh_key(&direct).await, &fresh_table(&direct).await, &unique("faults"));
+        Self { proxy, settings, direct }
+    }
+
+    /// An SDK configuration that reaches the emulator through the proxy.
+    async fn faulty_sdk(&self) -> aws_config::SdkConfig {
+        // Set on the loader, an endpoint overrides AWS_ENDPOINT_URL (set on a
+        // built SdkConfig, it would not).
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .timeout_config(FAST.timeout_config())
+            .retry_config(FAST.retry_config())
+            .endpoint_url(&self.proxy.url)
+            .load()
+            .await
+    }
+
+    /// A server instance of its own (its own key cache) behind the proxy.
+    async fn server(&self) -> SocketAddr {
+        let deps = mcp_aws::dependencies(&self.settings, Some(&self.faulty_sdk().await), Arc::new(SystemClock));
+        start_fixtures_with(deps).await
+    }
+}
+
+/// The reply to `call`, and how long it took; fails the test if it took
+/// longer than [`ANSWER_WITHIN`].
+async fn timed(call: impl std::future::Future<Output = Value>) -> (Value, Duration) {
+    let started = Instant::now();
+    let reply = tokio::time::timeout(ANSWER_WITHIN, call).await.expect("a faulted request still answers");
+    (reply, started.elapsed())
+}
+
+fn assert_server_error(reply: &Value, message: &str, what: &str) {
+    assert_eq!(reply["error"]["code"], -32603, "{what}: {reply}");
+    assert_eq!(reply["error"]["message"], message, "{what}: nothing about the dependency leaks");
+}
+
+async fn entries(addr: SocketAddr, list: &str) -> Value {
+    let shown = call_tool(addr, "alice", "show_list", json!({"list": list}), json!({}), json!({})).await;
+    shown["result"]["structuredContent"]["entries"].clone()
+}
+
+#[tokio::test]
+async fn dynamodb_faults_fail_cleanly_change_nothing_and_recover() {
+    for fault in FAULTS {
+        let rig = Rig::new().await;
+        let addr = rig.server().await;
+        let list = text_of(&call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await);
+        call_tool(addr, "alice", "append", json!({"list": list, "entry": "kept"}), json!({}), json!({})).await;
+
+        rig.proxy.set(Service::DynamoDb, fault);
+        let (appended, took) = timed(call_tool(addr, "alice", "append", json!({"list": list, "entry": "lost"}), json!({}), json!({}))).await;
+        assert_server_error(&appended, "storage unavailable", &format!("append under {fault:?}"));
+        let (shown, _) = timed(call_tool(addr, "alice", "show_list", json!({"list": list}), json!({}), json!({}))).await;
+        assert_server_error(&shown, "storage unavailable", &format!("show_list under {fault:?}"));
+        eprintln!("DynamoDB {fault:?}: -32603 after {took:?}");
+
+        rig.proxy.clear();
+        assert_eq!(entries(addr, &list).await, json!(["kept"]), "{fault:?}: the failed append wrote nothing");
+        let after = call_tool(addr, "alice", "append", json!({"list": list, "entry": "after"}), json!({}), json!({})).await;
+        assert_eq!(text_of(&after), "2 entries", "{fault:?}: recovered");
+    }
+}
+
+#[tokio::test]
+async fn a_slow_but_answering_dependency_is_waited_for() {
+    let rig = Rig::new().await;
+    let addr = rig.server().await;
+    rig.proxy.set(Service::DynamoDb, Fault::Slow(FAST.attempt / 2));
+    let list = text_of(&call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await);
+    assert!(list.starts_with("lst_"), "{list}");
+    assert_eq!(entries(addr, &list).await, json!([]));
+}
+
+#[tokio::test]
+async fn kms_faults_fail_cleanly_and_a_valid_state_still_opens_afterwards() {
+    for fault in FAULTS {
+        let rig = Rig::new().await;
+        let sealer = rig.server().await;
+
+        rig.proxy.set(Service::Kms, fault);
+        let (round1, took) = timed(call_tool(sealer, "alice", "two_questions", json!({}), elicit(), json!({}))).await;
+        assert_server_error(&round1, "request state service unavailable", &format!("GenerateDataKey under {fault:?}"));
+        eprintln!("KMS GenerateDataKey {fault:?}: -32603 after {took:?}");
+        rig.proxy.clear();
+        let round1 = call_tool(sealer, "alice", "two_questions", json!({}), elicit(), json!({})).await;
+        assert_eq!(round1["result"]["resultType"], "input_required", "{fault:?}: sealing recovered: {round1}");
+
+        // Another instance has not seen the data key: it must call Decrypt.
+        let opener = rig.server().await;
+        let answer = json!({
+            "requestState": round1["result"]["requestState"],
+            "inputResponses": {"first": {"action": "accept", "content": {"first": "one"}}},
+        });
+        rig.proxy.set(Service::Kms, fault);
+        let (round2, took) = timed(call_tool(opener, "alice", "two_questions", json!({}), elicit(), answer.clone())).await;
+        assert_server_error(&round2, "request state service unavailable", &format!("Decrypt under {fault:?}"));
+        eprintln!("KMS Decrypt {fault:?}: -32603 after {took:?}");
+        rig.proxy.clear();
+        // An unavailable KMS is not a refusal: the key was not remembered as bad.
+        let round2 = call_tool(opener, "alice", "two_questions", json!({}), elicit(), answer).await;
+        assert_eq!(round2["result"]["inputRequests"]["second"]["method"], "elicitation/create", "{fault:?}: {round2}");
+    }
+}
+
+#[tokio::test]
+async fn a_single_use_confirmation_interrupted_by_a_fault_leaves_the_list_and_a_way_forward() {
+    let rig = Rig::new().await;
+    let addr = rig.server().await;
+    let list = text_of(&call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await);
+    call_tool(addr, "alice", "append", json!({"list": list, "entry": "kept"}), json!({}), json!({})).await;
+    let confirm = |state: &Value| json!({"requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
+
+    // The redemption record fails: nothing was redeemed, the same state works.
+    let round1 = call_tool(addr, "alice", "discard_list", json!({"list": list}), elicit(), json!({})).await;
+    let state = round1["result"]["requestState"].clone();
+    rig.proxy.set(Service::DynamoDb, Fault::ServerError);
+    let (failed, _) = timed(call_tool(addr, "alice", "discard_list", json!({"list": list}), elicit(), confirm(&state))).await;
+    assert_server_error(&failed, "request state service unavailable", "redemption under a DynamoDB fault");
+    rig.proxy.clear();
+    assert_eq!(entries(addr, &list).await, json!(["kept"]));
+
+    // The redemption lands and the delete after it fails: the list is kept,
+    // the spent confirmation is refused, and a new one completes.
+    rig.proxy.set_after(Service::DynamoDb, Fault::ServerError, 1);
+    let (failed, _) = timed(call_tool(addr, "alice", "discard_list", json!({"list": list}), elicit(), confirm(&state))).await;
+    assert_server_error(&failed, "storage unavailable", "delete under a DynamoDB fault");
+    rig.proxy.clear();
+    assert_eq!(entries(addr, &list).await, json!(["kept"]), "half a checkout deleted nothing");
+    let replay = call_tool(addr, "alice", "discard_list", json!({"list": list}), elicit(), confirm(&state)).await;
+    assert_eq!(replay["error"]["code"], -32602, "{replay}");
+    let round1 = call_tool(addr, "alice", "discard_list", json!({"list": list}), elicit(), json!({})).await;
+    let done = call_tool(addr, "alice", "discard_list", json!({"list": list}), elicit(), confirm(&round1["result"]["requestState"])).await;
+    assert_eq!(text_of(&done), "Discarded 1 entries.", "{done}");
+}
+
+#[tokio::test]
+async fn an_sqs_fault_fails_the_new_task_instead_of_leaving_it_working() {
+    for fault in FAULTS {
+        let rig = Rig::new().await;
+        let queues = fresh_queues(&rig.direct, 30, 3).await;
+        let settings = AwsSettings { task_queue_url: Some(queues.url.clone()), ..rig.settings.clone() };
+        let deps = mcp_aws::dependencies(&settings, Some(&rig.faulty_sdk().await), Arc::new(SystemClock));
+        let addr = start_task_server_with(deps).await;
+
+        rig.proxy.set(Service::Sqs, fault);
+        let call = rpc(addr, "alice", "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 1, "label": "faulted"}}));
+        let (created, took) = timed(call).await;
+        assert_server_error(&created, "the task could not be scheduled", &format!("SendMessage under {fault:?}"));
+        eprintln!("SQS SendMessage {fault:?}: -32603 after {took:?}");
+        let statuses: Vec<String> = scan(&rig.direct, settings.table_name.as_deref().unwrap())
+            .await
+            .iter()
+            .filter_map(|item| item.get("status").and_then(|s| s.as_s().ok()).cloned())
+            .collect();
+        assert_eq!(statuses, vec!["failed".to_owned()], "{fault:?}: the unscheduled task is failed, not working");
+
+        rig.proxy.clear();
+        let created = rpc(addr, "alice", "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 1, "label": "after"}})).await;
+        assert_eq!(created["result"]["resultType"], "task", "{fault:?}: recovered: {created}");
+    }
+}
+
+#[tokio::test]
+async fn opens_do_not_queue_behind_a_stalled_generate_data_key() {
+    use mcp_aws::{KeyWindow, KmsDataKeys};
+    use mcp_stateless::sealed::request_state::DataKeySource;
+
+    let rig = Rig::new().await;
+    // One seal per data key: the second seal must call GenerateDataKey.
+    let window = KeyWindow { max_seals: 1, ..KeyWindow::default() };
+    let client = aws_sdk_kms::Client::new(&rig.faulty_sdk().await);
+    let keys = Arc::new(KmsDataKeys::new(client, rig.settings.state_key_id.clone().unwrap(), "faults", window));
+    let first = keys.sealing_key().await.expect("the first data key");
+
+    rig.proxy.set(Service::Kms, Fault::Stall);
+    let sealing = tokio::spawn({
+        let keys = keys.clone();
+        async move { keys.sealing_key().await.map(|_| ()) }
+    });
+    while rig.proxy.seen(Service::Kms) < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let opened = keys.opening_key(&first.key_ref).await;
+    assert!(opened.is_ok(), "the current key opens without KMS");
+    assert!(!sealing.is_finished(), "and without waiting for the stalled GenerateDataKey");
+    assert!(sealing.await.unwrap().is_err(), "the stalled seal ends in an error, bounded by the operation timeout");
+}

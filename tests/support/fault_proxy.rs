@@ -1,0 +1,187 @@
+//! A fault-injecting HTTP proxy between the AWS SDK and the emulator.
+//!
+//! The SDK is pointed at the proxy; the proxy forwards every request to the
+//! emulator unless a fault is set for the request's service (read from the
+//! `X-Amz-Target` header: `TrentService.*` is KMS, `DynamoDB_20120810.*`
+//! DynamoDB, `AmazonSQS.*` SQS). Faults are what a real dependency does on
+//! a bad day: an error status with the service's error body (throttling,
+//! 500), an answer slower than the caller waits, or a connection dropped
+//! with no answer. Clearing the fault restores the path, so tests can
+//! check recovery.
+
+use std::{
+    collections::HashMap,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{body::Incoming, server::conn::http1, service::service_fn};
+use hyper_util::rt::TokioIo;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Service {
+    Kms,
+    DynamoDb,
+    Sqs,
+}
+
+impl Service {
+    fn of(target: &str) -> Option<Self> {
+        let prefix = target.split('.').next()?;
+        match prefix {
+            "TrentService" => Some(Self::Kms),
+            "DynamoDB_20120810" => Some(Self::DynamoDb),
+            "AmazonSQS" => Some(Self::Sqs),
+            _ => None,
+        }
+    }
+
+    /// The JSON error a throttled call of this service gets.
+    fn throttling(self) -> &'static str {
+        match self {
+            Self::Kms => "ThrottlingException",
+            Self::DynamoDb => "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+            Self::Sqs => "com.amazonaws.sqs#RequestThrottled",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// 400 with the service's throttling error (retried by the SDK).
+    Throttling,
+    /// 500 InternalFailure (retried by the SDK).
+    ServerError,
+    /// Forwards, but only after this long.
+    Slow(Duration),
+    /// Reads the request and closes the connection without an answer.
+    Reset,
+    /// Reads the request and never answers (a black-holed endpoint).
+    Stall,
+}
+
+#[derive(Default)]
+struct Faults {
+    /// The fault, and how many more requests pass untouched before it starts.
+    by_service: HashMap<Service, (Fault, u32)>,
+    /// Requests that reached the proxy, per service, faulted or not.
+    seen: HashMap<Service, u32>,
+}
+
+#[derive(Clone)]
+pub struct FaultProxy {
+    pub url: String,
+    faults: Arc<Mutex<Faults>>,
+}
+
+impl FaultProxy {
+    /// Listens on a loopback port and forwards to `upstream` (`http://host:port`).
+    pub async fn start(upstream: &str) -> Self {
+        let upstream: SocketAddr = upstream.trim_start_matches("http://").trim_end_matches('/').parse().expect("upstream host:port");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let faults: Arc<Mutex<Faults>> = Arc::default();
+        let shared = faults.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let faults = shared.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |request| handle(request, upstream, faults.clone()));
+                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                });
+            }
+        });
+        Self { url, faults }
+    }
+
+    /// In front of the emulator the environment names (`AWS_ENDPOINT_URL`).
+    pub async fn in_front_of_emulator() -> Self {
+        Self::start(&std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL (the emulator)")).await
+    }
+
+    pub fn set(&self, service: Service, fault: Fault) {
+        self.set_after(service, fault, 0);
+    }
+
+    /// `fault` for `service` once `passing` more of its requests went through:
+    /// to fail the second call of a sequence and not the first.
+    pub fn set_after(&self, service: Service, fault: Fault, passing: u32) {
+        self.faults.lock().unwrap().by_service.insert(service, (fault, passing));
+    }
+
+    pub fn clear(&self) {
+        self.faults.lock().unwrap().by_service.clear();
+    }
+
+    pub fn seen(&self, service: Service) -> u32 {
+        self.faults.lock().unwrap().seen.get(&service).copied().unwrap_or(0)
+    }
+}
+
+/// The error `handle` gives hyper to drop the connection unanswered.
+#[derive(Debug)]
+struct Dropped;
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection dropped by the fault proxy")
+    }
+}
+
+impl std::error::Error for Dropped {}
+
+async fn handle(
+    request: http::Request<Incoming>,
+    upstream: SocketAddr,
+    faults: Arc<Mutex<Faults>>,
+) -> Result<http::Response<Full<Bytes>>, Dropped> {
+    let service = request.headers().get("x-amz-target").and_then(|v| v.to_str().ok()).and_then(Service::of);
+    let fault = service.and_then(|service| {
+        let mut faults = faults.lock().unwrap();
+        *faults.seen.entry(service).or_default() += 1;
+        match faults.by_service.get_mut(&service) {
+            Some((_, passing)) if *passing > 0 => {
+                *passing -= 1;
+                None
+            }
+            Some((fault, _)) => Some(*fault),
+            None => None,
+        }
+    });
+    let (parts, body) = request.into_parts();
+    let body = body.collect().await.map_err(|_| Dropped)?.to_bytes();
+    match (fault, service) {
+        (Some(Fault::Throttling), Some(service)) => Ok(error_response(400, service.throttling())),
+        (Some(Fault::ServerError), _) => Ok(error_response(500, "InternalFailure")),
+        (Some(Fault::Reset), _) => Err(Dropped),
+        (Some(Fault::Stall), _) => std::future::pending().await,
+        (Some(Fault::Slow(delay)), _) => {
+            tokio::time::sleep(delay).await;
+            forward(parts, body, upstream).await
+        }
+        _ => forward(parts, body, upstream).await,
+    }
+}
+
+fn error_response(status: u16, error_type: &str) -> http::Response<Full<Bytes>> {
+    let body = format!(r#"{{"__type":"{error_type}","message":"injected by the fault proxy"}}"#);
+    http::Response::builder()
+        .status(status)
+        .header("content-type", "application/x-amz-json-1.0")
+        .header("x-amzn-query-error", format!("{};Sender", error_type.rsplit('#').next().unwrap_or(error_type)))
+        .body(Full::new(Bytes::from(body)))
+        .unwrap()
+}
+
+async fn forward(parts: http::request::Parts, body: Bytes, upstream: SocketAddr) -> Result<http::Response<Full<Bytes>>, Dropped> {
+    let stream = tokio::net::TcpStream::connect(upstream).await.map_err(|_| Dropped)?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|_| Dropped)?;
+    tokio::spawn(connection);
+    let response = sender.send_request(http::Request::from_parts(parts, Full::new(body))).await.map_err(|_| Dropped)?;
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.map_err(|_| Dropped)?.to_bytes();
+    Ok(http::Response::from_parts(parts, Full::new(body)))
+}
