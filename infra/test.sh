@@ -33,6 +33,9 @@ say "cargo test (unit, HTTP, Lambda events, emulator-backed)"
 )
 cargo_passed="$(awk '/^test result:/ {n += $4} END {print n + 0}' "$STATE_DIR/cargo-test.log")"
 
+say "fuzz smoke: 3,000 inputs per target, fresh seed (infra/fuzz.sh runs 10^6)"
+cargo run --locked -q -p e2e --bin fuzz -- all 3000 | tee "$STATE_DIR/fuzz-smoke.txt"
+
 say "template: sam validate --lint, cfn-lint, translated-template test"
 "$VENV/bin/sam" validate --lint --template template.yaml
 "$VENV/bin/cfn-lint" template.yaml
