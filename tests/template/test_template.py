@@ -342,3 +342,15 @@ def test_metrics_land_in_the_stacks_own_namespace(cfn):
     template, _ = cfn
     assert function(template, "McpFunction")["Environment"]["Variables"]["MCP_METRICS_NAMESPACE"] == {"Ref": "AWS::StackName"}
     assert function(template, "McpFunction")["LoggingConfig"]["LogFormat"] == "Text", "EMF lines are read as they are written"
+
+
+def test_concurrency_and_throttling_are_parameters():
+    default = translate("none")
+    assert "ReservedConcurrentExecutions" not in function(default, "McpFunction"), "-1 reserves nothing"
+    reserved = translate("none", ReservedConcurrency="20")
+    assert function(reserved, "McpFunction")["ReservedConcurrentExecutions"] == {"Ref": "ReservedConcurrency"}
+    routes = the(default, "AWS::ApiGatewayV2::Stage")["DefaultRouteSettings"]
+    assert routes == {"ThrottlingBurstLimit": {"Ref": "ThrottleBurstLimit"}, "ThrottlingRateLimit": {"Ref": "ThrottleRateLimit"}}
+    mappings = resources(default, "AWS::Lambda::EventSourceMapping")
+    task_queue = [m["Properties"] for m in mappings.values() if m["Properties"]["EventSourceArn"] == {"Fn::GetAtt": ["TaskQueue", "Arn"]}]
+    assert task_queue and task_queue[0]["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "WorkerMaxConcurrency"}}
