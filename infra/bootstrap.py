@@ -165,6 +165,9 @@ def main():
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_SESSION_TOKEN": "testing",
         "AWS_EC2_METADATA_DISABLED": "true",
+        # The emulator's per-call limits (infra/common.sh's emulator_env).
+        "MCP_AWS_ATTEMPT_TIMEOUT_MS": os.environ.get("MCP_AWS_ATTEMPT_TIMEOUT_MS", "10000"),
+        "MCP_AWS_OPERATION_TIMEOUT_MS": os.environ.get("MCP_AWS_OPERATION_TIMEOUT_MS", "30000"),
     }
     with open(args.env_file, "w", encoding="utf-8") as f:
         for name, value in env.items():

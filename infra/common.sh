@@ -24,6 +24,9 @@ emulator_env() {
   export AWS_REGION="${AWS_REGION:-eu-west-1}" AWS_DEFAULT_REGION="${AWS_REGION:-eu-west-1}"
   export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_SESSION_TOKEN=testing
   export AWS_EC2_METADATA_DISABLED=true
+  # The emulator on a busy machine answers in seconds, not milliseconds:
+  # longer per-call limits than Lambda's (functions/mcp-aws/src/call_limits.rs).
+  export MCP_AWS_ATTEMPT_TIMEOUT_MS=10000 MCP_AWS_OPERATION_TIMEOUT_MS=30000
 }
 
 # A loopback port nothing listens on right now.

@@ -89,7 +89,10 @@ async fn an_expired_handle_says_so_and_is_deleted() {
     clock.advance(24 * 3600 + 1);
     let expired = show(addr, "alice", &list).await;
     assert_eq!(expired["result"]["isError"], true);
-    assert_eq!(text_of(&expired), "This list expired after 24 hours of inactivity. Create a new list with open_list.");
+    assert_eq!(
+        text_of(&expired),
+        "This list expired (24 hours after its last use, or 2 days after it was created). Create a new list with open_list."
+    );
     // DynamoDB's TTL sweep may lag by days (moto never runs it): the read deleted it.
     let key = HandleKey::new(&Principal::Verified { issuer: "local-dev".into(), subject: "alice".into() }, &LIST, &list);
     let item = aws_sdk_dynamodb::Client::new(&sdk)
@@ -102,6 +105,64 @@ async fn an_expired_handle_says_so_and_is_deleted() {
         .item;
     assert!(item.is_none(), "expired item still stored: {item:?}");
     assert!(text_of(&show(addr, "alice", &list).await).starts_with("Unknown list handle"));
+}
+
+#[tokio::test]
+async fn use_cannot_keep_a_handle_past_its_absolute_lifetime() {
+    let sdk = sdk().await;
+    let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-deadline");
+    let clock = ManualClock::at(1_800_000_000);
+    let addr = start_fixtures(&settings, Arc::new(clock.clone())).await;
+    let list = open_list(addr, "alice").await;
+    for hours in [20, 20] {
+        clock.advance(hours * 3600);
+        assert_eq!(text_of(&append(addr, "alice", &list, "x").await).split(' ').nth(1), Some("entries"));
+    }
+    // 49 hours after opening, used 9 hours ago: past the 2-day lifetime.
+    clock.advance(9 * 3600);
+    assert!(text_of(&show(addr, "alice", &list).await).starts_with("This list expired"));
+    assert!(text_of(&append(addr, "alice", &list, "late").await).starts_with("Unknown list handle"), "and deleted");
+}
+
+#[tokio::test]
+async fn reads_are_reads_until_the_expiry_needs_moving() {
+    let sdk = sdk().await;
+    let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-reads");
+    let clock = ManualClock::at(1_800_000_000);
+    let addr = start_fixtures(&settings, Arc::new(clock.clone())).await;
+    let list = open_list(addr, "alice").await;
+    let table = settings.table_name.clone().unwrap();
+    let last_used = || async {
+        let items = scan(&sdk, &table).await;
+        let item = items.iter().find(|i| i["pk"].as_s().unwrap().starts_with("handle#")).expect("the list").clone();
+        item["last_used_at"].as_n().unwrap().parse::<u64>().unwrap()
+    };
+    clock.advance(3600);
+    show(addr, "alice", &list).await;
+    assert_eq!(last_used().await, 1_800_000_000, "an hour in, a read writes nothing");
+    clock.advance(2 * 3600);
+    show(addr, "alice", &list).await;
+    assert_eq!(last_used().await, 1_800_000_000 + 3 * 3600, "past a tenth of the idle lifetime, it slides");
+}
+
+#[tokio::test]
+async fn each_owner_is_capped_across_instances_and_a_discard_frees_a_place() {
+    let sdk = sdk().await;
+    let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-quota");
+    let a = start_fixtures(&settings, Arc::new(SystemClock)).await;
+    let b = start_fixtures(&settings, Arc::new(SystemClock)).await;
+    let opened = futures::future::join_all((0..12).map(|i| open_list(if i % 2 == 0 { a } else { b }, "alice"))).await;
+    let lists: Vec<&String> = opened.iter().filter(|reply| LIST.is_well_formed(reply)).collect();
+    assert_eq!(lists.len(), LIST.max_per_owner as usize, "{opened:?}");
+    assert!(opened.iter().filter(|reply| !LIST.is_well_formed(reply)).all(|reply| reply.starts_with("You have too many open lists")));
+    assert!(LIST.is_well_formed(&open_list(a, "bob").await), "per owner");
+
+    let elicit = json!({"elicitation": {}});
+    let round1 = call_tool(a, "alice", "discard_list", json!({"list": lists[0]}), elicit.clone(), json!({})).await;
+    let confirm = json!({"requestState": round1["result"]["requestState"], "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
+    assert_eq!(text_of(&call_tool(b, "alice", "discard_list", json!({"list": lists[0]}), elicit, confirm).await), "Discarded 0 entries.");
+    assert!(LIST.is_well_formed(&open_list(b, "alice").await), "the discarded list's place is free again");
+    assert!(!LIST.is_well_formed(&open_list(a, "alice").await), "and only that one");
 }
 
 #[tokio::test]

@@ -166,7 +166,9 @@ const LIST: HandleKind = HandleKind {
     noun: "list",
     created_by: "open_list",
     idle_ttl: Duration::from_secs(60),
+    max_lifetime: Duration::from_secs(600),
     max_data_bytes: 1_024,
+    max_per_owner: 1,
 };
 
 /// Strings near a real handle into the parser and the store: one spelling

@@ -24,13 +24,16 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// A list of strings behind a handle; expires after a day unused.
+/// A list of strings behind a handle; expires after a day unused or two
+/// days after it was opened; five per owner per two days.
 pub const LIST: HandleKind = HandleKind {
     prefix: "lst",
     noun: "list",
     created_by: "open_list",
     idle_ttl: Duration::from_secs(24 * 3600),
+    max_lifetime: Duration::from_secs(2 * 24 * 3600),
     max_data_bytes: 32 * 1024,
+    max_per_owner: 5,
 };
 
 #[derive(Debug, Deserialize, JsonSchema)]

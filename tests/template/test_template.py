@@ -23,7 +23,14 @@ from bootstrap import load_template  # noqa: E402  (one YAML reader for the temp
 # Read only by the local server, the local worker or tests, never in Lambda.
 LOCAL_ONLY = {"MCP_LOCAL_ADDR", "MCP_LOCAL_ALLOW_REMOTE", "MCP_TASK_DEAD_LETTER_QUEUE_URL"}
 # Tuning with defaults in the code; a deployment may add them.
-OPTIONAL = {"MCP_TASK_TTL_SECONDS", "MCP_TASK_START_DEADLINE_SECONDS", "MCP_TASK_LEASE_SECONDS"}
+OPTIONAL = {
+    "MCP_TASK_TTL_SECONDS",
+    "MCP_TASK_START_DEADLINE_SECONDS",
+    "MCP_TASK_LEASE_SECONDS",
+    "MCP_TASK_MAX_PER_OWNER",
+    "MCP_AWS_ATTEMPT_TIMEOUT_MS",
+    "MCP_AWS_OPERATION_TIMEOUT_MS",
+}
 # Read only by the worker function.
 WORKER_ONLY = {"MCP_TASK_DEAD_LETTER_QUEUE_ARN"}
 

@@ -43,6 +43,23 @@ impl CallLimits {
         max_backoff: Duration::from_millis(500),
     };
 
+    /// [`LAMBDA`](Self::LAMBDA), unless `MCP_AWS_ATTEMPT_TIMEOUT_MS` or
+    /// `MCP_AWS_OPERATION_TIMEOUT_MS` say otherwise: the local emulator on a
+    /// busy machine can take seconds where AWS takes milliseconds
+    /// (`infra/common.sh` sets both for it). Unparsable values are ignored.
+    pub fn from_env() -> Self {
+        let millis = |name: &str| std::env::var(name).ok()?.trim().parse().ok().map(Duration::from_millis);
+        let mut limits = Self::LAMBDA;
+        if let Some(attempt) = millis("MCP_AWS_ATTEMPT_TIMEOUT_MS") {
+            limits.attempt = attempt;
+            limits.connect = limits.connect.min(attempt);
+        }
+        if let Some(operation) = millis("MCP_AWS_OPERATION_TIMEOUT_MS") {
+            limits.operation = operation;
+        }
+        limits
+    }
+
     pub fn timeout_config(&self) -> TimeoutConfig {
         TimeoutConfig::builder()
             .connect_timeout(self.connect)

@@ -3,12 +3,14 @@
 //! Key schema: a string partition key `pk` and nothing else; `expires_at`
 //! (epoch seconds) is the table's TTL attribute. Items:
 //! - `handle#<prefix>#<sha256(owner, handle)>`: owner, kind, data (a map),
-//!   version, created_at, last_used_at, expires_at;
-//! - `jti#<state id>`: expires_at, for single-use states.
+//!   version, created_at, last_used_at, expires_at (sliding), deadline
+//!   (absolute; items written before it existed have none);
+//! - `jti#<state id>`: expires_at, for single-use states;
+//! - `quota#...`: per-owner creation counts (`dynamo_quota.rs`).
 //!
-//! Round trips: create 1, read 1 (a touch that slides the expiry), apply
-//! (append) 1, update 2 (read + compare-and-set) per attempt, delete 1; one
-//! more, only when an expired item is found, to delete it.
+//! Round trips: create 1 (plus the quota's), get 1 (a consistent read),
+//! apply (append or touch) 1, update 2 (read + compare-and-set) per attempt,
+//! delete 1; one more, only when an expired item is found, to delete it.
 
 use std::collections::HashMap;
 
@@ -80,6 +82,7 @@ fn record(item: &Item) -> Result<HandleRecord, StoreError> {
         created_at: number(item, "created_at")?,
         last_used_at: number(item, "last_used_at")?,
         expires_at: number(item, TTL_ATTRIBUTE)?,
+        deadline: number(item, DEADLINE).unwrap_or(u64::MAX),
     })
 }
 
@@ -106,7 +109,9 @@ pub(crate) fn condition_failed<E: ProvideErrorMetadata + std::error::Error + 'st
     }
 }
 
-const LIVE: &str = "attribute_exists(pk) AND #owner = :owner AND expires_at > :now";
+const DEADLINE: &str = "deadline";
+const LIVE: &str =
+    "attribute_exists(pk) AND #owner = :owner AND expires_at > :now AND (attribute_not_exists(deadline) OR deadline > :now)";
 
 impl DynamoStore {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
@@ -120,7 +125,7 @@ impl DynamoStore {
         if item.get("owner") != Some(&s(&key.owner)) {
             return Ok(Lookup::Missing);
         }
-        if number(&item, TTL_ATTRIBUTE)? <= now {
+        if record(&item)?.is_expired(now) {
             self.delete_expired(key, now).await?;
             return Ok(Lookup::Expired);
         }
@@ -178,7 +183,7 @@ impl DynamoStore {
             .delete_item()
             .table_name(&self.table)
             .key(PARTITION_KEY, s(&key.partition_key))
-            .condition_expression("expires_at <= :now")
+            .condition_expression("expires_at <= :now OR deadline <= :now")
             .expression_attribute_values(":now", n(now))
             .send()
             .await;
@@ -203,6 +208,7 @@ impl HandleStore for DynamoStore {
                 .item("created_at", n(record.created_at))
                 .item("last_used_at", n(record.last_used_at))
                 .item(TTL_ATTRIBUTE, n(record.expires_at))
+                .item(DEADLINE, n(record.deadline))
                 .condition_expression("attribute_not_exists(pk)")
                 .send()
                 .await
@@ -217,7 +223,7 @@ impl HandleStore for DynamoStore {
                 return Ok(Lookup::Missing);
             };
             let record = record(&item)?;
-            if record.expires_at <= now {
+            if record.is_expired(now) {
                 self.delete_expired(key, now).await?;
                 return Ok(Lookup::Expired);
             }

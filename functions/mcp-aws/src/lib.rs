@@ -8,6 +8,7 @@
 pub mod attribute_values;
 pub mod call_limits;
 pub mod dynamo_handles;
+pub mod dynamo_quota;
 pub mod dynamo_tasks;
 pub mod kms_keys;
 pub mod settings;
@@ -20,6 +21,7 @@ use mcp_stateless::{
     Dependencies, Handles, Mode, RequestStates, StartError,
     clock::{Clock, SystemClock},
     handles::{HandleStore, memory::InMemoryHandleStore},
+    quota::{CreationQuota, InMemoryQuota},
     sealed::redemption::{InMemoryLedger, RedemptionLedger},
     sealed::request_state::{EnvelopeSealer, InProcessKey, RequestStateSealer},
     tasks::{
@@ -36,9 +38,9 @@ pub use sqs_queue::SqsTaskQueue;
 
 /// The SDK configuration from the environment (`AWS_REGION`,
 /// `AWS_ENDPOINT_URL` for emulators, credentials), with every call bounded
-/// by [`CallLimits::LAMBDA`].
+/// by [`CallLimits::from_env`].
 pub async fn sdk_config() -> aws_config::SdkConfig {
-    sdk_config_with(&CallLimits::LAMBDA).await
+    sdk_config_with(&CallLimits::from_env()).await
 }
 
 pub async fn sdk_config_with(limits: &CallLimits) -> aws_config::SdkConfig {
@@ -59,16 +61,23 @@ pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>,
         }
         _ => Arc::new(EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone())),
     };
-    let (store, ledger, task_store): (Arc<dyn HandleStore>, Arc<dyn RedemptionLedger>, Arc<dyn TaskStore>) =
+    #[allow(clippy::type_complexity)]
+    let (store, ledger, task_store, quota): (
+        Arc<dyn HandleStore>,
+        Arc<dyn RedemptionLedger>,
+        Arc<dyn TaskStore>,
+        Arc<dyn CreationQuota>,
+    ) =
         match (&settings.table_name, sdk) {
             (Some(table), Some(sdk)) => {
                 let dynamo = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(sdk), table));
-                (dynamo.clone(), dynamo.clone(), dynamo)
+                (dynamo.clone(), dynamo.clone(), dynamo.clone(), dynamo)
             }
             _ => (
                 Arc::new(InMemoryHandleStore::default()),
                 Arc::new(InMemoryLedger::default()),
                 Arc::new(InMemoryTaskStore::default()),
+                Arc::new(InMemoryQuota::default()),
             ),
         };
     let tasks = match (&settings.task_queue_url, sdk) {
@@ -79,8 +88,8 @@ pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>,
     };
     Dependencies {
         request_states: RequestStates::new(sealer, ledger, clock.clone(), audience),
-        handles: Handles::new(store, clock),
-        tasks,
+        handles: Handles::new(store, clock).with_quota(quota.clone()),
+        tasks: tasks.with_quota(quota),
     }
 }
 

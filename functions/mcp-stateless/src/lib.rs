@@ -23,6 +23,7 @@ pub mod edge;
 pub mod handles;
 pub mod metrics;
 pub mod protocol;
+pub mod quota;
 pub mod random;
 pub mod sealed;
 pub mod storage;

@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use crate::{
     clock::Clock,
-    protocol::context::CallContext,
     handles::{Change, HandleKey, HandleKind, HandleRecord, HandleStore, Lookup},
+    protocol::context::CallContext,
+    quota::{CreationQuota, InMemoryQuota, QuotaKey},
     storage::{Backoff, StoreError},
 };
 
@@ -25,6 +26,8 @@ pub enum HandleFailure {
     Expired,
     TooLarge { limit: usize },
     LimitReached,
+    /// The owner holds as many of this kind as it may.
+    TooMany,
     /// Lost every compare-and-set attempt to concurrent writers.
     Busy,
     Store(StoreError),
@@ -37,11 +40,15 @@ impl HandleFailure {
         let message = match self {
             Self::Unknown => format!("Unknown {noun} handle. Create a new {noun} with {create} and use the handle it returns."),
             Self::Expired => format!(
-                "This {noun} expired after {} of inactivity. Create a new {noun} with {create}.",
-                describe(kind.idle_ttl)
+                "This {noun} expired ({} after its last use, or {} after it was created). Create a new {noun} with {create}.",
+                describe(kind.idle_ttl),
+                describe(kind.max_lifetime)
             ),
             Self::TooLarge { limit } => format!("The {noun} would exceed its size limit of {limit} bytes."),
             Self::LimitReached => format!("The {noun} is full."),
+            Self::TooMany => format!(
+                "You have too many open {noun}s. Finish or discard one you no longer need, or wait for one to expire."
+            ),
             Self::Busy => format!("The {noun} is being changed by other calls right now; try again."),
             Self::Store(error) => {
                 tracing::error!(%error, "handle store failed");
@@ -66,7 +73,11 @@ pub fn describe(ttl: Duration) -> String {
 
 fn outcome(lookup: Result<Lookup, StoreError>) -> Result<HandleRecord, HandleFailure> {
     match lookup.map_err(HandleFailure::Store)? {
-        Lookup::Found(record) => Ok(record),
+        Lookup::Found(mut record) => {
+            // The store slides `expires_at` without knowing the deadline.
+            record.expires_at = record.expires_at.min(record.deadline);
+            Ok(record)
+        }
         Lookup::Missing => Err(HandleFailure::Unknown),
         Lookup::Expired => Err(HandleFailure::Expired),
         Lookup::LimitReached => Err(HandleFailure::LimitReached),
@@ -78,11 +89,19 @@ fn outcome(lookup: Result<Lookup, StoreError>) -> Result<HandleRecord, HandleFai
 pub struct Handles {
     store: Arc<dyn HandleStore>,
     clock: Arc<dyn Clock>,
+    quota: Arc<dyn CreationQuota>,
 }
 
 impl Handles {
+    /// With a per-process quota: right for the local server, wrong for
+    /// Lambda, where [`with_quota`](Self::with_quota) gives it the table.
     pub fn new(store: Arc<dyn HandleStore>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock }
+        Self { store, clock, quota: Arc::new(InMemoryQuota::default()) }
+    }
+
+    pub fn with_quota(mut self, quota: Arc<dyn CreationQuota>) -> Self {
+        self.quota = quota;
+        self
     }
 
     fn key(&self, ctx: &CallContext, kind: &HandleKind, handle: &str) -> Result<HandleKey, HandleFailure> {
@@ -100,12 +119,17 @@ impl Handles {
         Ok(())
     }
 
-    /// Mints a handle owned by the caller. One round trip.
+    /// Mints a handle owned by the caller, within the owner's quota for
+    /// the kind. Two round trips (the quota, the item).
     pub async fn create(&self, ctx: &CallContext, kind: &HandleKind, data: Value) -> Result<String, HandleFailure> {
         Self::check_size(kind, &data)?;
         let handle = kind.mint();
         let now = self.clock.now();
         let key = HandleKey::new(&ctx.principal, kind, &handle);
+        let quota = QuotaKey::new(&key.owner, kind.prefix, kind.max_lifetime, now);
+        if !self.quota.take(&quota, kind.max_per_owner).await.map_err(HandleFailure::Store)? {
+            return Err(HandleFailure::TooMany);
+        }
         let record = HandleRecord {
             owner: key.owner.clone(),
             kind: kind.prefix.to_owned(),
@@ -114,14 +138,40 @@ impl Handles {
             created_at: now,
             last_used_at: now,
             expires_at: now + kind.idle_ttl.as_secs(),
+            deadline: now + kind.max_lifetime.as_secs(),
         };
-        self.store.create(&key, &record).await.map_err(HandleFailure::Store)?;
+        if let Err(error) = self.store.create(&key, &record).await {
+            self.give_back(&quota).await;
+            return Err(HandleFailure::Store(error));
+        }
         Ok(handle)
     }
 
-    /// Reads and slides the expiry. One round trip.
+    /// Reads, sliding the expiry only when a tenth of the idle lifetime has
+    /// passed since the last write: one read round trip, and now and then a
+    /// write.
     pub async fn read(&self, ctx: &CallContext, kind: &HandleKind, handle: &str) -> Result<HandleRecord, HandleFailure> {
-        self.apply(ctx, kind, handle, &Change::Touch).await
+        let key = self.key(ctx, kind, handle)?;
+        let now = self.clock.now();
+        let record = outcome(self.store.get(&key, now).await)?;
+        if now.saturating_sub(record.last_used_at) < kind.idle_ttl.as_secs() / 10 {
+            return Ok(record);
+        }
+        outcome(self.store.apply(&key, &Change::Touch, now, now + kind.idle_ttl.as_secs()).await)
+    }
+
+    /// Best effort: a count not given back only lowers the owner's quota
+    /// until its window ends.
+    async fn give_back(&self, quota: &QuotaKey) {
+        if let Err(error) = self.quota.give_back(quota).await {
+            tracing::warn!(%error, "could not give back a handle quota count");
+        }
+    }
+
+    async fn deleted(&self, kind: &HandleKind, lookup: Result<Lookup, StoreError>) -> Result<HandleRecord, HandleFailure> {
+        let record = outcome(lookup)?;
+        self.give_back(&QuotaKey::new(&record.owner, kind.prefix, kind.max_lifetime, record.created_at)).await;
+        Ok(record)
     }
 
     /// One round trip: existence, owner and expiry checks, the change, the
@@ -171,10 +221,11 @@ impl Handles {
         }
     }
 
-    /// Deletes the caller's live handle. One round trip.
+    /// Deletes the caller's live handle (revoking it) and gives its quota
+    /// count back. Two round trips.
     pub async fn delete(&self, ctx: &CallContext, kind: &HandleKind, handle: &str) -> Result<HandleRecord, HandleFailure> {
         let key = self.key(ctx, kind, handle)?;
-        outcome(self.store.delete(&key, None, self.clock.now()).await)
+        self.deleted(kind, self.store.delete(&key, None, self.clock.now()).await).await
     }
 
     /// Deletes the caller's live handle only if it is still at `version`
@@ -188,7 +239,7 @@ impl Handles {
         version: u64,
     ) -> Result<HandleRecord, HandleFailure> {
         let key = self.key(ctx, kind, handle)?;
-        outcome(self.store.delete(&key, Some(version), self.clock.now()).await)
+        self.deleted(kind, self.store.delete(&key, Some(version), self.clock.now()).await).await
     }
 }
 
@@ -204,7 +255,9 @@ mod tests {
         noun: "basket",
         created_by: "create_basket",
         idle_ttl: Duration::from_secs(3_600),
+        max_lifetime: Duration::from_secs(3 * 3_600),
         max_data_bytes: 200,
+        max_per_owner: 3,
     };
 
     fn ctx(subject: &str) -> CallContext {
@@ -260,6 +313,48 @@ mod tests {
         let too_big = Change::Append { field: "items".into(), value: json!("x".repeat(60)), max_len: 4 };
         assert_eq!(handles.apply(&alice, &BASKET, &other, &too_big).await.unwrap_err(), HandleFailure::TooLarge { limit: 200 });
         assert_eq!(handles.read(&alice, &BASKET, &other).await.unwrap().data, json!({"items": []}), "nothing written");
+    }
+
+    #[tokio::test]
+    async fn use_cannot_keep_a_handle_past_its_absolute_lifetime() {
+        let clock = ManualClock::at(1_000);
+        let handles = Handles::new(Arc::new(InMemoryHandleStore::default()), Arc::new(clock.clone()));
+        let alice = ctx("alice");
+        let h = handles.create(&alice, &BASKET, json!({"items": []})).await.unwrap();
+        for _ in 0..5 {
+            clock.advance(2_000);
+            let record = handles.read(&alice, &BASKET, &h).await.unwrap();
+            assert!(record.expires_at <= 1_000 + 3 * 3_600, "never reported past the deadline");
+        }
+        clock.advance(1_000);
+        assert_eq!(handles.read(&alice, &BASKET, &h).await.unwrap_err(), HandleFailure::Expired, "11,000 s > 3 h, though used");
+    }
+
+    #[tokio::test]
+    async fn reads_write_the_expiry_only_now_and_then() {
+        let clock = ManualClock::at(1_000);
+        let handles = Handles::new(Arc::new(InMemoryHandleStore::default()), Arc::new(clock.clone()));
+        let alice = ctx("alice");
+        let h = handles.create(&alice, &BASKET, json!({"items": []})).await.unwrap();
+        clock.advance(100);
+        assert_eq!(handles.read(&alice, &BASKET, &h).await.unwrap().last_used_at, 1_000, "a read, not a write");
+        clock.advance(300);
+        let touched = handles.read(&alice, &BASKET, &h).await.unwrap();
+        assert_eq!((touched.last_used_at, touched.expires_at), (1_400, 1_400 + 3_600), "a tenth of the idle TTL passed");
+    }
+
+    #[tokio::test]
+    async fn an_owner_holds_a_bounded_number_and_deleting_one_frees_a_place() {
+        let handles = Handles::new(Arc::new(InMemoryHandleStore::default()), Arc::new(ManualClock::at(1_000)));
+        let alice = ctx("alice");
+        let mut held = Vec::new();
+        for _ in 0..3 {
+            held.push(handles.create(&alice, &BASKET, json!({})).await.unwrap());
+        }
+        assert_eq!(handles.create(&alice, &BASKET, json!({})).await.unwrap_err(), HandleFailure::TooMany);
+        assert!(handles.create(&ctx("bob"), &BASKET, json!({})).await.is_ok(), "per owner");
+        handles.delete(&alice, &BASKET, &held[0]).await.unwrap();
+        assert!(handles.create(&alice, &BASKET, json!({})).await.is_ok(), "a revoked handle gives its place back");
     }
 
     #[test]

@@ -26,10 +26,18 @@ pub struct HandleKind {
     pub noun: &'static str,
     /// The tool that creates one, named in "create a new one" messages.
     pub created_by: &'static str,
-    /// Sliding expiry: every use pushes `expires_at` this far ahead.
+    /// Sliding expiry: use pushes `expires_at` this far ahead. A read
+    /// writes the new expiry only once a tenth of this has passed since the
+    /// last write, so reads are billed as reads.
     pub idle_ttl: Duration,
+    /// Absolute expiry: however often it is used, a handle ends this long
+    /// after it was created.
+    pub max_lifetime: Duration,
     /// Bound on the serialized data, well below DynamoDB's 400 KB item limit.
     pub max_data_bytes: usize,
+    /// Handles of this kind one owner may create per `max_lifetime` (see
+    /// [`crate::quota`]: at most twice this many are live at once).
+    pub max_per_owner: u32,
 }
 
 const HANDLE_RANDOM_BYTES: usize = 16;
@@ -86,8 +94,19 @@ pub struct HandleRecord {
     pub version: u64,
     pub created_at: u64,
     pub last_used_at: u64,
-    /// Epoch seconds; the table's TTL attribute.
+    /// Epoch seconds; the table's TTL attribute. Slides with use, but
+    /// [`Handles`](access::Handles) never reports one past `deadline`.
     pub expires_at: u64,
+    /// Epoch seconds: `created_at` plus the kind's `max_lifetime`. The item
+    /// is dead from then on, whatever `expires_at` says.
+    pub deadline: u64,
+}
+
+impl HandleRecord {
+    /// Dead at `now`: idle too long or past its absolute lifetime.
+    pub fn is_expired(&self, now: u64) -> bool {
+        self.expires_at <= now || self.deadline <= now
+    }
 }
 
 /// A change the store applies in the same round trip as the read checks.
@@ -176,7 +195,7 @@ pub mod memory {
             match items.get(&key.partition_key) {
                 None => Err(Lookup::Missing),
                 Some(record) if record.owner != key.owner => Err(Lookup::Missing),
-                Some(record) if record.expires_at <= now => {
+                Some(record) if record.is_expired(now) => {
                     items.remove(&key.partition_key);
                     Err(Lookup::Expired)
                 }
@@ -275,7 +294,15 @@ mod tests {
     use super::*;
 
     const KIND: HandleKind =
-        HandleKind { prefix: "bsk", noun: "basket", created_by: "create_basket", idle_ttl: Duration::from_secs(60), max_data_bytes: 1024 };
+        HandleKind {
+            prefix: "bsk",
+            noun: "basket",
+            created_by: "create_basket",
+            idle_ttl: Duration::from_secs(60),
+            max_lifetime: Duration::from_secs(600),
+            max_data_bytes: 1024,
+            max_per_owner: 10,
+        };
 
     #[test]
     fn minted_handles_are_well_formed_and_distinct() {

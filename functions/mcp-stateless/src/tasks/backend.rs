@@ -12,7 +12,10 @@ use super::{
     store::{TaskStore, memory::InMemoryTaskStore},
     worker::run_in_process,
 };
-use crate::clock::Clock;
+use crate::{
+    clock::Clock,
+    quota::{CreationQuota, InMemoryQuota},
+};
 
 #[derive(Clone)]
 pub struct TaskBackend {
@@ -20,6 +23,7 @@ pub struct TaskBackend {
     queue: Arc<dyn TaskQueue>,
     clock: Arc<dyn Clock>,
     policy: TaskPolicy,
+    quota: Arc<dyn CreationQuota>,
     /// `cargo run` only: the in-process queue's other end, handed to a
     /// worker loop the first time the tools are known.
     in_process: Option<Arc<Mutex<Option<mpsc::UnboundedReceiver<TaskMessage>>>>>,
@@ -27,7 +31,7 @@ pub struct TaskBackend {
 
 impl TaskBackend {
     pub fn new(store: Arc<dyn TaskStore>, queue: Arc<dyn TaskQueue>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, queue, clock, policy: TaskPolicy::from_env(), in_process: None }
+        Self { store, queue, clock, policy: TaskPolicy::from_env(), quota: Arc::new(InMemoryQuota::default()), in_process: None }
     }
 
     /// Memory and a worker in this process: zero setup, and nothing
@@ -49,10 +53,18 @@ impl TaskBackend {
         self
     }
 
+    /// Where per-owner task counts live (the table, in Lambda).
+    pub fn with_quota(mut self, quota: Arc<dyn CreationQuota>) -> Self {
+        self.quota = quota;
+        self
+    }
+
     /// The request side for `tools`. With the in-process backend, the first
     /// call also starts the worker loop for them.
     pub fn with_tools(&self, tools: TaskTools) -> Tasks {
-        let tasks = Tasks::new(self.store.clone(), self.queue.clone(), self.clock.clone(), tools).with_policy(self.policy.clone());
+        let tasks = Tasks::new(self.store.clone(), self.queue.clone(), self.clock.clone(), tools)
+            .with_policy(self.policy.clone())
+            .with_quota(self.quota.clone());
         let messages = self.in_process.as_ref().and_then(|slot| slot.lock().ok()?.take());
         if let Some(messages) = messages {
             match tokio::runtime::Handle::try_current() {

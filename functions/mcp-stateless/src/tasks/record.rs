@@ -24,7 +24,12 @@ pub const TASK_KIND: HandleKind = HandleKind {
     noun: "task",
     created_by: "a task-capable tool",
     idle_ttl: Duration::from_secs(3_600),
+    // A task's lifetime and the per-owner cap are TaskPolicy's `ttl` and
+    // `max_per_owner` (deployment settings); tasks use this kind for their
+    // ids and keys only.
+    max_lifetime: Duration::from_secs(3_600),
     max_data_bytes: MAX_RECORD_BYTES,
+    max_per_owner: 0,
 };
 
 /// The serialized record's bound, under DynamoDB's 400 KB item limit with

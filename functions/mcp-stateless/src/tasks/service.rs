@@ -21,7 +21,13 @@ use super::{
     store::{Decision, TaskStore, transition},
     tool::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools},
 };
-use crate::{clock::Clock, handles::HandleKey, protocol::context::CallContext, storage::StoreError};
+use crate::{
+    clock::Clock,
+    handles::HandleKey,
+    protocol::context::CallContext,
+    quota::{CreationQuota, InMemoryQuota, QuotaKey},
+    storage::StoreError,
+};
 
 /// Lifetimes and pacing, the same for every task of a function.
 #[derive(Debug, Clone)]
@@ -38,6 +44,8 @@ pub struct TaskPolicy {
     pub lease: Duration,
     /// How often a running worker stores progress and checks for a cancel.
     pub heartbeat: Duration,
+    /// Tasks one owner may create per `ttl` (see [`crate::quota`]).
+    pub max_per_owner: u32,
 }
 
 impl Default for TaskPolicy {
@@ -48,6 +56,7 @@ impl Default for TaskPolicy {
             start_deadline: Duration::from_secs(300),
             lease: Duration::from_secs(30),
             heartbeat: Duration::from_millis(500),
+            max_per_owner: 20,
         }
     }
 }
@@ -62,6 +71,7 @@ impl TaskPolicy {
             ttl: seconds("MCP_TASK_TTL_SECONDS").unwrap_or(defaults.ttl),
             start_deadline: seconds("MCP_TASK_START_DEADLINE_SECONDS").unwrap_or(defaults.start_deadline),
             lease: seconds("MCP_TASK_LEASE_SECONDS").unwrap_or(defaults.lease),
+            max_per_owner: std::env::var("MCP_TASK_MAX_PER_OWNER").ok().and_then(|v| v.parse().ok()).unwrap_or(defaults.max_per_owner),
             ..defaults
         }
     }
@@ -93,11 +103,21 @@ pub struct Tasks {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) policy: TaskPolicy,
     pub(crate) tools: TaskTools,
+    pub(crate) quota: Arc<dyn CreationQuota>,
 }
 
+/// What a caller over its task quota is told.
+const TOO_MANY_TASKS: &str = "You have too many tasks open. Wait for one to finish, or cancel one you no longer need.";
+
 impl Tasks {
+    /// With a per-process quota; [`with_quota`](Self::with_quota) for Lambda.
     pub fn new(store: Arc<dyn TaskStore>, queue: Arc<dyn TaskQueue>, clock: Arc<dyn Clock>, tools: TaskTools) -> Self {
-        Self { store, queue, clock, policy: TaskPolicy::default(), tools }
+        Self { store, queue, clock, policy: TaskPolicy::default(), tools, quota: Arc::new(InMemoryQuota::default()) }
+    }
+
+    pub fn with_quota(mut self, quota: Arc<dyn CreationQuota>) -> Self {
+        self.quota = quota;
+        self
     }
 
     pub fn with_policy(mut self, policy: TaskPolicy) -> Self {
@@ -142,7 +162,11 @@ impl Tasks {
             return Ok(CallToolResult::error(vec![ContentBlock::text(format!("Invalid arguments: {reason}"))]).into());
         }
         if declares_tasks(&ctx) {
-            return self.start(&ctx, name, arguments).await.map(Into::into);
+            return match self.start_within_quota(&ctx, name, arguments).await? {
+                Some(created) => Ok(created.into()),
+                // The model can act on it (wait, or cancel a task).
+                None => Ok(CallToolResult::error(vec![ContentBlock::text(TOO_MANY_TASKS)]).into()),
+            };
         }
         match tool.support {
             TaskSupport::Required => Err(missing_tasks_capability()),
@@ -164,7 +188,13 @@ impl Tasks {
     /// or not) and hands it to a worker. Answers once `tasks/get` for it
     /// resolves. Callable from any tool, for example after a multi-round
     /// exchange gathered what the task needs.
+    /// Over the caller's quota, -32602 with a message saying so.
     pub async fn start(&self, ctx: &CallContext, tool: &str, arguments: Value) -> Result<CreateTaskResult, ErrorData> {
+        self.start_within_quota(ctx, tool, arguments).await?.ok_or_else(|| ErrorData::invalid_params(TOO_MANY_TASKS, None))
+    }
+
+    /// [`start`](Self::start), with `None` for a caller over its quota.
+    async fn start_within_quota(&self, ctx: &CallContext, tool: &str, arguments: Value) -> Result<Option<CreateTaskResult>, ErrorData> {
         if !declares_tasks(ctx) {
             return Err(missing_tasks_capability());
         }
@@ -200,10 +230,19 @@ impl Tasks {
         if record.encoded_len() > MAX_RECORD_BYTES {
             return Err(ErrorData::invalid_params("the arguments are too large for a task", None));
         }
+        let quota = QuotaKey::new(&record.owner, TASK_KIND.prefix, self.policy.ttl, now_ms / 1_000);
+        if !self.quota.take(&quota, self.policy.max_per_owner).await.map_err(store_failed)? {
+            return Ok(None);
+        }
         let key = record.key();
-        self.store.create(&key, &record).await.map_err(store_failed)?;
+        if let Err(error) = self.store.create(&key, &record).await {
+            if let Err(error) = self.quota.give_back(&quota).await {
+                tracing::warn!(%error, "could not give back a task quota count");
+            }
+            return Err(store_failed(error));
+        }
         self.dispatch(&key).await?;
-        Ok(record.create_result())
+        Ok(Some(record.create_result()))
     }
 
     /// Enqueues a runnable task; if that fails, the task is failed now

@@ -365,3 +365,24 @@ async fn a_run_that_would_overrun_the_invocation_is_stopped_and_failed() {
     assert_eq!(failed["status"], "failed");
     assert!(failed["error"]["message"].as_str().unwrap().contains("time limit"), "{failed}");
 }
+
+#[tokio::test]
+async fn an_owner_over_its_task_quota_gets_a_tool_error_and_nothing_is_queued() {
+    use rmcp::model::CallToolResponse;
+    let f = fixture();
+    let tasks = f.tasks.clone().with_policy(TaskPolicy { max_per_owner: 2, ..f.tasks.policy.clone() });
+    let alice = with_tasks("alice");
+    let one_second = || Some(json!({"seconds": 1}).as_object().unwrap().clone());
+    for _ in 0..2 {
+        assert!(matches!(tasks.call("wait", alice.clone(), one_second()).await.unwrap(), CallToolResponse::Task(_)));
+    }
+    f.queue.take();
+    let CallToolResponse::Complete(refused) = tasks.call("wait", alice.clone(), one_second()).await.unwrap() else {
+        panic!("a tool error, not a task");
+    };
+    assert_eq!(refused.is_error, Some(true));
+    assert!(serde_json::to_string(&refused.content).unwrap().contains("You have too many tasks open"));
+    assert!(f.queue.take().is_empty(), "nothing was created or queued");
+    assert_eq!(tasks.start(&alice, "wait", json!({"seconds": 1})).await.unwrap_err().code.0, -32602, "start() says so too");
+    assert!(tasks.start(&with_tasks("bob"), "wait", json!({"seconds": 1})).await.is_ok(), "per owner");
+}

@@ -35,7 +35,10 @@ pub const BASKET: HandleKind = HandleKind {
     noun: "basket",
     created_by: "create_basket",
     idle_ttl: Duration::from_secs(24 * 3600),
+    max_lifetime: Duration::from_secs(7 * 24 * 3600),
     max_data_bytes: 32 * 1024,
+    // Per caller per week; at most twice this many open at once.
+    max_per_owner: 20,
 };
 pub const MAX_LINES: usize = 200;
 
@@ -92,7 +95,9 @@ fn failed(failure: HandleFailure) -> Result<CallToolResult, ErrorData> {
 
 #[tool_router(router = basket_tools, vis = "pub(crate)")]
 impl StarterServer {
-    #[tool(description = "Creates an empty shopping basket and returns its handle. Baskets expire after 24 hours of inactivity.")]
+    #[tool(
+        description = "Creates an empty shopping basket and returns its handle. Baskets expire after 24 hours unused, and 7 days after they were created."
+    )]
     async fn create_basket(&self, ctx: CallContext) -> Result<CallToolResult, ErrorData> {
         match self.handles.create(&ctx, &BASKET, json!({"lines": []})).await {
             Ok(handle) => Ok(text(format!("Created basket {handle}. Pass it as `basket` to add_item, view_basket and checkout."))),
@@ -132,6 +137,16 @@ impl StarterServer {
         match self.handles.read(&ctx, &BASKET, &args.basket).await {
             Ok(record) => Ok(Json(BasketView { lines: lines(&record.data), basket: args.basket, expires_at: record.expires_at })),
             Err(failure) => Err(failed(failure)),
+        }
+    }
+
+    /// Revokes the handle: the basket is deleted now rather than when it
+    /// expires, and stops counting towards the caller's basket limit.
+    #[tool(description = "Discards a basket without ordering: its handle stops working", annotations(destructive_hint = true))]
+    async fn discard_basket(&self, ctx: CallContext, Parameters(args): Parameters<BasketArgument>) -> Result<CallToolResult, ErrorData> {
+        match self.handles.delete(&ctx, &BASKET, &args.basket).await {
+            Ok(record) => Ok(text(format!("Discarded the basket and its {} line(s).", lines(&record.data).len()))),
+            Err(failure) => failed(failure),
         }
     }
 
@@ -293,6 +308,22 @@ mod tests {
             assert_eq!(reply["error"]["code"], -32603, "{tool}: {reply}");
             assert_eq!(reply["error"]["message"], "storage unavailable", "{tool}: nothing about the store leaks");
         }
+    }
+
+    #[tokio::test]
+    async fn a_caller_has_a_bounded_number_of_baskets_and_discarding_frees_one() {
+        let addr = serve().await;
+        let mut baskets = Vec::new();
+        for _ in 0..BASKET.max_per_owner {
+            baskets.push(create(addr).await);
+        }
+        let refused = call_tool(addr, "alice", "create_basket", json!({}), json!({}), json!({})).await;
+        assert!(text_of(&refused).starts_with("You have too many open baskets"), "{refused}");
+        add(addr, &baskets[0], "tea", 1).await;
+        let discarded = call_tool(addr, "alice", "discard_basket", json!({"basket": baskets[0]}), json!({}), json!({})).await;
+        assert_eq!(text_of(&discarded), "Discarded the basket and its 1 line(s).");
+        assert!(text_of(&add(addr, &baskets[0], "tea", 1).await).starts_with("Unknown basket handle"), "revoked");
+        assert!(BASKET.is_well_formed(&create(addr).await), "its place is free");
     }
 
     #[tokio::test]
