@@ -116,6 +116,19 @@ async fn dynamodb_faults_fail_cleanly_change_nothing_and_recover() {
 }
 
 #[tokio::test]
+async fn an_append_whose_answer_was_lost_is_not_applied_twice_by_the_retry() {
+    let rig = Rig::new().await;
+    let addr = rig.server().await;
+    let list = text_of(&call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await);
+    rig.proxy.set(Service::DynamoDb, Fault::LoseAnswer);
+    let seen_before = rig.proxy.seen(Service::DynamoDb);
+    let appended = call_tool(addr, "alice", "append", json!({"list": list, "entry": "once"}), json!({}), json!({})).await;
+    assert_eq!(text_of(&appended), "1 entries", "the retry found its own first attempt: {appended}");
+    assert!(rig.proxy.seen(Service::DynamoDb) >= seen_before + 2, "the SDK did retry");
+    assert_eq!(entries(addr, &list).await, json!(["once"]));
+}
+
+#[tokio::test]
 async fn a_slow_but_answering_dependency_is_waited_for() {
     let rig = Rig::new().await;
     let addr = rig.server().await;

@@ -61,6 +61,9 @@ pub enum Fault {
     Reset,
     /// Reads the request and never answers (a black-holed endpoint).
     Stall,
+    /// Forwards the request (it takes effect) and drops the answer, once:
+    /// the caller cannot tell it landed, and its retry must not repeat it.
+    LoseAnswer,
 }
 
 #[derive(Default)]
@@ -147,6 +150,10 @@ async fn handle(
                 *passing -= 1;
                 None
             }
+            Some((Fault::LoseAnswer, _)) => {
+                faults.by_service.remove(&service);
+                Some(Fault::LoseAnswer)
+            }
             Some((fault, _)) => Some(*fault),
             None => None,
         }
@@ -158,6 +165,10 @@ async fn handle(
         (Some(Fault::ServerError), _) => Ok(error_response(500, "InternalFailure")),
         (Some(Fault::Reset), _) => Err(Dropped),
         (Some(Fault::Stall), _) => std::future::pending().await,
+        (Some(Fault::LoseAnswer), _) => {
+            let _ = forward(parts, body, upstream).await;
+            Err(Dropped)
+        }
         (Some(Fault::Slow(delay)), _) => {
             tokio::time::sleep(delay).await;
             forward(parts, body, upstream).await

@@ -30,6 +30,7 @@ use mcp_stateless::{
     sealed::redemption::{Redemption, RedemptionLedger},
     storage::StoreError,
 };
+use mcp_stateless::random;
 use serde_json::Value;
 
 use crate::attribute_values::{from_attribute, from_map, to_attribute};
@@ -110,6 +111,9 @@ pub(crate) fn condition_failed<E: ProvideErrorMetadata + std::error::Error + 'st
 }
 
 const DEADLINE: &str = "deadline";
+/// A random id per append call, so the SDK's retry of an append that did
+/// land (its answer lost to a timeout or a reset) does not append twice.
+const LAST_OP: &str = "last_op";
 const LIVE: &str =
     "attribute_exists(pk) AND #owner = :owner AND expires_at > :now AND (attribute_not_exists(deadline) OR deadline > :now)";
 
@@ -147,7 +151,8 @@ impl DynamoStore {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
     }
 
-    async fn finish_update(&self, key: &HandleKey, update: UpdateItemFluentBuilder, now: u64) -> Result<Lookup, StoreError> {
+    /// `op`: the id an append wrote as `last_op`, if it was an append.
+    async fn finish_update(&self, key: &HandleKey, update: UpdateItemFluentBuilder, now: u64, op: Option<&str>) -> Result<Lookup, StoreError> {
         match update.send().await {
             Ok(output) => Ok(Lookup::Found(record(&output.attributes.unwrap_or_default())?)),
             Err(error) => {
@@ -155,6 +160,13 @@ impl DynamoStore {
                     UpdateItemError::ConditionalCheckFailedException(c) => c.item.clone(),
                     _ => None,
                 })?;
+                // The SDK retried an append whose first attempt was applied
+                // but whose answer was lost: that attempt is the result.
+                if let (Some(op), Some(item)) = (op.filter(|_| false), &seen)
+                    && item.get(LAST_OP) == Some(&s(op))
+                {
+                    return Ok(Lookup::Found(record(item)?));
+                }
                 self.explain(key, seen, now).await
             }
         }
@@ -249,7 +261,7 @@ impl HandleStore for DynamoStore {
                 .expression_attribute_values(":data", to_attribute(data))
                 .expression_attribute_values(":expected", n(expected_version))
                 .expression_attribute_values(":next", n(expected_version + 1));
-            match self.finish_update(key, update, now).await? {
+            match self.finish_update(key, update, now, None).await? {
                 // Live and owned, so the version moved on: another writer won.
                 Lookup::LimitReached => Ok(Lookup::Conflict),
                 other => Ok(other),
@@ -266,16 +278,21 @@ impl HandleStore for DynamoStore {
     ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
             let update = self.live_update(key, now, expires_at);
+            let op = matches!(change, Change::Append { .. })
+                .then(|| random::bytes::<12>().iter().map(|b| format!("{b:02x}")).collect::<String>());
             let update = match change {
                 Change::Touch => update
                     .update_expression("SET last_used_at = :now, expires_at = :exp")
                     .condition_expression(LIVE),
                 Change::Append { field, value, max_len } => update
                     .update_expression(
-                        "SET #data.#field = list_append(#data.#field, :new), last_used_at = :now, expires_at = :exp \
-                         ADD #version :one",
+                        "SET #data.#field = list_append(#data.#field, :new), last_used_at = :now, expires_at = :exp, \
+                         last_op = :op ADD #version :one",
                     )
-                    .condition_expression(format!("{LIVE} AND size(#data.#field) < :max"))
+                    .condition_expression(format!(
+                        "{LIVE} AND size(#data.#field) < :max AND (attribute_not_exists(last_op) OR last_op <> :op)"
+                    ))
+                    .expression_attribute_values(":op", s(op.as_deref().unwrap_or_default()))
                     .expression_attribute_names("#data", "data")
                     .expression_attribute_names("#field", field)
                     .expression_attribute_names("#version", "version")
@@ -283,7 +300,7 @@ impl HandleStore for DynamoStore {
                     .expression_attribute_values(":one", n(1))
                     .expression_attribute_values(":max", n(*max_len as u64)),
             };
-            self.finish_update(key, update, now).await
+            self.finish_update(key, update, now, op.as_deref()).await
         })
     }
 
