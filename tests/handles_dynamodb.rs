@@ -24,6 +24,25 @@ async fn append(addr: std::net::SocketAddr, who: &str, list: &str, entry: &str) 
     call_tool(addr, who, "append", json!({"list": list, "entry": entry}), json!({}), json!({})).await
 }
 
+/// One instance on a fresh table and key whose clock the test moves, and
+/// a list alice opened at its start.
+struct Timed {
+    sdk: aws_config::SdkConfig,
+    settings: mcp_aws::AwsSettings,
+    clock: ManualClock,
+    addr: std::net::SocketAddr,
+    list: String,
+}
+
+async fn timed(audience: &str) -> Timed {
+    let sdk = sdk().await;
+    let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, audience);
+    let clock = ManualClock::at(1_800_000_000);
+    let addr = start_fixtures(&settings, Arc::new(clock.clone())).await;
+    let list = open_list(addr, "alice").await;
+    Timed { sdk, settings, clock, addr, list }
+}
+
 #[tokio::test]
 async fn handle_lifecycle_across_two_instances() {
     let sdk = sdk().await;
@@ -74,11 +93,7 @@ async fn foreign_unknown_and_malformed_handles_get_the_same_answer() {
 
 #[tokio::test]
 async fn an_expired_handle_says_so_and_is_deleted() {
-    let sdk = sdk().await;
-    let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-expiry");
-    let clock = ManualClock::at(1_800_000_000);
-    let addr = start_fixtures(&settings, Arc::new(clock.clone())).await;
-    let list = open_list(addr, "alice").await;
+    let Timed { sdk, settings, clock, addr, list } = timed("e2e-expiry").await;
 
     // Sliding expiry: used after 20 hours, still alive 20 hours later.
     clock.advance(20 * 3600);
@@ -109,11 +124,7 @@ async fn an_expired_handle_says_so_and_is_deleted() {
 
 #[tokio::test]
 async fn use_cannot_keep_a_handle_past_its_absolute_lifetime() {
-    let sdk = sdk().await;
-    let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-deadline");
-    let clock = ManualClock::at(1_800_000_000);
-    let addr = start_fixtures(&settings, Arc::new(clock.clone())).await;
-    let list = open_list(addr, "alice").await;
+    let Timed { clock, addr, list, .. } = timed("e2e-deadline").await;
     for hours in [20, 20] {
         clock.advance(hours * 3600);
         assert_eq!(text_of(&append(addr, "alice", &list, "x").await).split(' ').nth(1), Some("entries"));
@@ -126,11 +137,7 @@ async fn use_cannot_keep_a_handle_past_its_absolute_lifetime() {
 
 #[tokio::test]
 async fn reads_are_reads_until_the_expiry_needs_moving() {
-    let sdk = sdk().await;
-    let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, "e2e-reads");
-    let clock = ManualClock::at(1_800_000_000);
-    let addr = start_fixtures(&settings, Arc::new(clock.clone())).await;
-    let list = open_list(addr, "alice").await;
+    let Timed { sdk, settings, clock, addr, list } = timed("e2e-reads").await;
     let table = settings.table_name.clone().unwrap();
     let last_used = || async {
         let items = scan(&sdk, &table).await;

@@ -3,7 +3,7 @@
 //! `count` and `expires_at` (the TTL attribute). One conditional UpdateItem
 //! per call, so concurrent creates on any instances never overshoot.
 
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::{operation::update_item::builders::UpdateItemFluentBuilder, types::AttributeValue};
 use futures::future::BoxFuture;
 use mcp_stateless::{
     quota::{CreationQuota, QuotaKey},
@@ -12,17 +12,24 @@ use mcp_stateless::{
 
 use crate::dynamo_handles::{DynamoStore, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, s};
 
+impl DynamoStore {
+    /// A conditional update of the counter `key` names (`#count`).
+    fn counter(&self, key: &QuotaKey, update: &str, condition: &str) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key(PARTITION_KEY, s(&key.partition_key))
+            .update_expression(update)
+            .condition_expression(condition)
+            .expression_attribute_names("#count", "count")
+    }
+}
+
 impl CreationQuota for DynamoStore {
     fn take<'a>(&'a self, key: &'a QuotaKey, limit: u32) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             let result = self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .key(PARTITION_KEY, s(&key.partition_key))
-                .update_expression("ADD #count :one SET #expires = :expires")
-                .condition_expression("attribute_not_exists(#count) OR #count < :limit")
-                .expression_attribute_names("#count", "count")
+                .counter(key, "ADD #count :one SET #expires = :expires", "attribute_not_exists(#count) OR #count < :limit")
                 .expression_attribute_names("#expires", TTL_ATTRIBUTE)
                 .expression_attribute_values(":one", n(1))
                 .expression_attribute_values(":limit", n(u64::from(limit)))
@@ -39,13 +46,7 @@ impl CreationQuota for DynamoStore {
     fn give_back<'a>(&'a self, key: &'a QuotaKey) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let result = self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .key(PARTITION_KEY, s(&key.partition_key))
-                .update_expression("ADD #count :minus_one")
-                .condition_expression("#count > :zero")
-                .expression_attribute_names("#count", "count")
+                .counter(key, "ADD #count :minus_one", "#count > :zero")
                 .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
                 .expression_attribute_values(":zero", n(0))
                 .send()
