@@ -129,6 +129,23 @@ async fn an_append_whose_answer_was_lost_is_not_applied_twice_by_the_retry() {
 }
 
 #[tokio::test]
+async fn a_compare_and_set_whose_answer_was_lost_is_not_applied_twice() {
+    use e2e::fixture_server::LIST;
+    use mcp_stateless::Handles;
+
+    let rig = Rig::new().await;
+    let store = Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&rig.faulty_sdk().await), rig.settings.table_name.clone().unwrap()));
+    let handles = Handles::new(store, Arc::new(SystemClock));
+    let alice = e2e::caller("alice");
+    let list = handles.create(&alice, &LIST, json!({"count": 0})).await.unwrap();
+    // The read passes; the conditional write lands and its answer is lost.
+    rig.proxy.set_after(Service::DynamoDb, Fault::LoseAnswer, 1);
+    let updated = handles.update(&alice, &LIST, &list, |data| data["count"] = json!(data["count"].as_u64().unwrap() + 1)).await.unwrap();
+    assert_eq!(updated.data["count"], 1, "incremented once, though the SDK sent the write twice");
+    assert_eq!(handles.read(&alice, &LIST, &list).await.unwrap().data["count"], 1);
+}
+
+#[tokio::test]
 async fn a_slow_but_answering_dependency_is_waited_for() {
     let rig = Rig::new().await;
     let addr = rig.server().await;

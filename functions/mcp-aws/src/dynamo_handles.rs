@@ -111,9 +111,14 @@ pub(crate) fn condition_failed<E: ProvideErrorMetadata + std::error::Error + 'st
 }
 
 const DEADLINE: &str = "deadline";
-/// A random id per append call, so the SDK's retry of an append that did
-/// land (its answer lost to a timeout or a reset) does not append twice.
+/// A random id per write call, so the SDK's retry of a write that did land
+/// (its answer lost to a timeout or a reset) is recognised as done rather
+/// than applied twice (an append) or mistaken for a conflict (a replace).
 const LAST_OP: &str = "last_op";
+
+fn operation_id() -> String {
+    random::bytes::<12>().iter().map(|b| format!("{b:02x}")).collect()
+}
 const LIVE: &str =
     "attribute_exists(pk) AND #owner = :owner AND expires_at > :now AND (attribute_not_exists(deadline) OR deadline > :now)";
 
@@ -162,7 +167,7 @@ impl DynamoStore {
                 })?;
                 // The SDK retried an append whose first attempt was applied
                 // but whose answer was lost: that attempt is the result.
-                if let (Some(op), Some(item)) = (op.filter(|_| false), &seen)
+                if let (Some(op), Some(item)) = (op, &seen)
                     && item.get(LAST_OP) == Some(&s(op))
                 {
                     return Ok(Lookup::Found(record(item)?));
@@ -252,16 +257,20 @@ impl HandleStore for DynamoStore {
         expires_at: u64,
     ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
+            // The version check already stops a retried replace from landing
+            // twice; `last_op` tells that retry it was its own write that won.
+            let op = operation_id();
             let update = self
                 .live_update(key, now, expires_at)
-                .update_expression("SET #data = :data, #version = :next, last_used_at = :now, expires_at = :exp")
+                .update_expression("SET #data = :data, #version = :next, last_used_at = :now, expires_at = :exp, last_op = :op")
                 .condition_expression(format!("{LIVE} AND #version = :expected"))
                 .expression_attribute_names("#data", "data")
                 .expression_attribute_names("#version", "version")
                 .expression_attribute_values(":data", to_attribute(data))
                 .expression_attribute_values(":expected", n(expected_version))
-                .expression_attribute_values(":next", n(expected_version + 1));
-            match self.finish_update(key, update, now, None).await? {
+                .expression_attribute_values(":next", n(expected_version + 1))
+                .expression_attribute_values(":op", s(&op));
+            match self.finish_update(key, update, now, Some(&op)).await? {
                 // Live and owned, so the version moved on: another writer won.
                 Lookup::LimitReached => Ok(Lookup::Conflict),
                 other => Ok(other),
@@ -278,8 +287,7 @@ impl HandleStore for DynamoStore {
     ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
             let update = self.live_update(key, now, expires_at);
-            let op = matches!(change, Change::Append { .. })
-                .then(|| random::bytes::<12>().iter().map(|b| format!("{b:02x}")).collect::<String>());
+            let op = matches!(change, Change::Append { .. }).then(operation_id);
             let update = match change {
                 Change::Touch => update
                     .update_expression("SET last_used_at = :now, expires_at = :exp")
