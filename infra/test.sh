@@ -42,6 +42,9 @@ say "template: sam validate --lint, cfn-lint, translated-template test"
 "$VENV/bin/pytest" -q -p no:cacheprovider tests/template | tee "$STATE_DIR/pytest.log"
 pytest_passed="$(grep -Eo '[0-9]+ passed' "$STATE_DIR/pytest.log" | tail -n 1 | cut -d' ' -f1)"
 
+say "supply chain: cargo-deny (licenses, bans, sources; advisories where the database is reachable)"
+bash infra/supply-chain.sh
+
 say "workflows: actionlint"
 bash infra/lint-workflows.sh
 
