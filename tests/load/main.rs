@@ -30,6 +30,8 @@ const GROUP: usize = 4;
 #[derive(Default)]
 struct Tally {
     latencies_us: Vec<u64>,
+    /// The same latencies by tool, to see which calls make the tail.
+    by_tool: BTreeMap<String, Vec<u64>>,
     statuses: BTreeMap<u16, u64>,
     rpc_errors: BTreeMap<i64, u64>,
     unexpected: u64,
@@ -63,7 +65,9 @@ impl Caller {
         let started = Instant::now();
         let owner = self.group.owner.clone();
         let reply = post_with(self.addr, &body, |h| set_header(h, "x-mcp-dev-principal", &owner)).await;
-        self.tally.latencies_us.push(started.elapsed().as_micros() as u64);
+        let took = started.elapsed().as_micros() as u64;
+        self.tally.latencies_us.push(took);
+        self.tally.by_tool.entry(tool.to_owned()).or_default().push(took);
         *self.tally.statuses.entry(reply.status).or_default() += 1;
         let message = if reply.status == 200 { reply.message() } else { Value::Null };
         if let Some(code) = message["error"]["code"].as_i64() {
@@ -168,6 +172,9 @@ async fn main() {
     let mut total = Tally::default();
     for tally in tallies {
         total.latencies_us.extend(tally.latencies_us);
+        for (tool, latencies) in tally.by_tool {
+            total.by_tool.entry(tool).or_default().extend(latencies);
+        }
         for (status, count) in tally.statuses {
             *total.statuses.entry(status).or_default() += count;
         }
@@ -207,6 +214,10 @@ async fn main() {
         percentile(&total.latencies_us, 0.99),
         percentile(&total.latencies_us, 1.0)
     );
+    for (tool, latencies) in &mut total.by_tool {
+        latencies.sort_unstable();
+        println!("load:   {tool}: {} calls, p50 {:.1} ms, p99 {:.1} ms", latencies.len(), percentile(latencies, 0.5), percentile(latencies, 0.99));
+    }
     println!("load: {appended} appends over {baskets} baskets, {lost} lost updates");
     match (rss_start, rss_end) {
         (Some(start), Some(end)) => println!("load: server RSS {:.1} MiB at start, {:.1} MiB at end", start as f64 / 1024.0, end as f64 / 1024.0),
