@@ -56,7 +56,7 @@ impl Default for TaskPolicy {
             start_deadline: Duration::from_secs(300),
             lease: Duration::from_secs(30),
             heartbeat: Duration::from_millis(500),
-            max_per_owner: 20,
+            max_per_owner: 100,
         }
     }
 }
