@@ -60,12 +60,7 @@ impl Rig {
     async fn faulty_sdk(&self) -> aws_config::SdkConfig {
         // Set on the loader, an endpoint overrides AWS_ENDPOINT_URL (set on a
         // built SdkConfig, it would not).
-        aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .timeout_config(FAST.timeout_config())
-            .retry_config(FAST.retry_config())
-            .endpoint_url(&self.proxy.url)
-            .load()
-            .await
+        mcp_aws::sdk_loader(&FAST).endpoint_url(&self.proxy.url).load().await
     }
 
     /// A server instance of its own (its own key cache) behind the proxy.

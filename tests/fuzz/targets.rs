@@ -1,11 +1,11 @@
 //! The fuzz targets. Each takes the generator, makes one input, runs it and
 //! checks what must hold for every input, not only that nothing panicked.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use mcp_stateless::{
-    CallContext, Dependencies, EdgePolicy, HandleKind, Handles, McpEndpoint, Mode, RequestStates, StateScope,
+    CallContext, Dependencies, EdgePolicy, Handles, McpEndpoint, Mode, RequestStates, StateScope,
     clock::SystemClock,
     handles::{access::HandleFailure, memory::InMemoryHandleStore},
     sealed::{
@@ -13,6 +13,7 @@ use mcp_stateless::{
         request_state::{EnvelopeSealer, InProcessKey},
     },
 };
+use e2e::fixture_server::LIST;
 use serde_json::{Value, json};
 
 use crate::mutate::{Rng, mutate_bytes, mutate_json, mutate_text};
@@ -160,16 +161,6 @@ impl Token {
         }
     }
 }
-
-const LIST: HandleKind = HandleKind {
-    prefix: "lst",
-    noun: "list",
-    created_by: "open_list",
-    idle_ttl: Duration::from_secs(60),
-    max_lifetime: Duration::from_secs(600),
-    max_data_bytes: 1_024,
-    max_per_owner: 1,
-};
 
 /// Strings near a real handle into the parser and the store: one spelling
 /// per handle, and nothing that was never minted is found.

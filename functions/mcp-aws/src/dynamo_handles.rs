@@ -28,9 +28,9 @@ use mcp_stateless::{
     handles::{Change, HandleKey, HandleRecord, HandleStore, Lookup},
     metrics::{self, Counter},
     sealed::redemption::{Redemption, RedemptionLedger},
-    storage::StoreError,
+    random,
+    storage::{StoreError, hex},
 };
-use mcp_stateless::random;
 use serde_json::Value;
 
 use crate::attribute_values::{from_attribute, from_map, to_attribute};
@@ -117,7 +117,7 @@ const DEADLINE: &str = "deadline";
 const LAST_OP: &str = "last_op";
 
 fn operation_id() -> String {
-    random::bytes::<12>().iter().map(|b| format!("{b:02x}")).collect()
+    hex(&random::bytes::<12>())
 }
 const LIVE: &str =
     "attribute_exists(pk) AND #owner = :owner AND expires_at > :now AND (attribute_not_exists(deadline) OR deadline > :now)";

@@ -44,11 +44,15 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
 }
 
 pub async fn sdk_config_with(limits: &CallLimits) -> aws_config::SdkConfig {
+    sdk_loader(limits).load().await
+}
+
+/// The loader behind [`sdk_config_with`], for callers that set more before
+/// loading (an endpoint set here overrides `AWS_ENDPOINT_URL`).
+pub fn sdk_loader(limits: &CallLimits) -> aws_config::ConfigLoader {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .timeout_config(limits.timeout_config())
         .retry_config(limits.retry_config())
-        .load()
-        .await
 }
 
 /// Dependencies for `settings`: AWS where configured, memory elsewhere.

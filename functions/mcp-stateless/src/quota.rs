@@ -15,7 +15,7 @@ use std::time::Duration;
 use aws_lc_rs::digest::{SHA256, digest};
 use futures::future::BoxFuture;
 
-use crate::storage::{LockedMap, StoreError};
+use crate::storage::{LockedMap, StoreError, hex};
 
 /// One owner's counter for one kind and window.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +33,7 @@ impl QuotaKey {
     pub fn new(owner: &str, kind: &str, lifetime: Duration, created_at: u64) -> Self {
         let window = lifetime.as_secs().max(1);
         let number = created_at / window;
-        let hash: String = digest(&SHA256, owner.as_bytes()).as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        let hash = hex(digest(&SHA256, owner.as_bytes()).as_ref());
         Self { partition_key: format!("quota#{kind}#{hash}#{number}"), expires_at: (number + 2) * window }
     }
 }

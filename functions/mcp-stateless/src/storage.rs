@@ -1,7 +1,13 @@
 //! What can go wrong in a store, whatever backs it (DynamoDB or memory),
-//! and the retry pace of compare-and-set loops.
+//! the retry pace of compare-and-set loops, and how stored keys and ids
+//! spell bytes.
 
 use std::time::Duration;
+
+/// Lowercase hex, as keys, hashes and ids are written.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// Clients never see the detail: the edge answers -32603 and logs it.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]

@@ -15,7 +15,11 @@ use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::{protocol::context::Principal, random, storage::StoreError};
+use crate::{
+    protocol::context::Principal,
+    random,
+    storage::{StoreError, hex},
+};
 
 /// A kind of handle and its lifetime policy.
 #[derive(Debug, Clone, Copy)]
@@ -79,7 +83,7 @@ impl HandleKey {
             material.extend_from_slice(&(part.len() as u32).to_be_bytes());
             material.extend_from_slice(part);
         }
-        let hash: String = digest(&SHA256, &material).as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        let hash = hex(digest(&SHA256, &material).as_ref());
         Self { partition_key: format!("handle#{}#{hash}", kind.prefix), owner, kind: kind.prefix }
     }
 }

@@ -57,11 +57,11 @@ fn checked_route<S: Send + Sync + 'static>(route: ToolRoute<S>) -> ToolRoute<S> 
     let inner = route.call.clone();
     let schema = route.attr.input_schema.clone();
     let validator: Arc<OnceLock<Result<Validator, String>>> = Arc::default();
-    ToolRoute::new_dyn(route.attr, move |context: ToolCallContext<'_, S>| {
+    ToolRoute::new_dyn(route.attr, move |mut context: ToolCallContext<'_, S>| {
         let inner = inner.clone();
         let compiled = validator.get_or_init(|| compile(&schema));
         let verdict = match compiled {
-            Ok(validator) => Ok(violation(validator, context.arguments.as_ref())),
+            Ok(validator) => Ok(violation(validator, &mut context.arguments)),
             Err(why) => {
                 tracing::error!(tool = %context.name, error = %why, "tool input schema does not compile");
                 Err(ErrorData::internal_error("internal error", None))
@@ -87,12 +87,22 @@ fn compile(schema: &JsonObject) -> Result<Validator, String> {
 }
 
 /// The first rule `arguments` break, as a message for the caller.
-fn violation(validator: &Validator, arguments: Option<&JsonObject>) -> Option<String> {
-    let empty = JsonObject::new();
+/// `arguments` are moved into a `Value` for the validator and back, not
+/// copied: this runs on every call.
+fn violation(validator: &Validator, arguments: &mut Option<JsonObject>) -> Option<String> {
+    let present = arguments.is_some();
     // Absent arguments are checked as `{}`: a tool with required
     // arguments is told which one is missing.
-    let instance = Value::Object(arguments.unwrap_or(&empty).clone());
-    let error = validator.iter_errors(&instance).next()?;
+    let instance = Value::Object(arguments.take().unwrap_or_default());
+    let message = first_violation(validator, &instance);
+    if let (true, Value::Object(map)) = (present, instance) {
+        *arguments = Some(map);
+    }
+    message
+}
+
+fn first_violation(validator: &Validator, instance: &Value) -> Option<String> {
+    let error = validator.iter_errors(instance).next()?;
     let at = error.instance_path().as_str();
     let place = if at.is_empty() { "arguments".to_owned() } else { format!("argument {at}") };
     let mut message = format!("Invalid {place}: {}", error.masked_with("the value"));
@@ -129,7 +139,10 @@ mod tests {
     }
 
     fn check(validator: &Validator, arguments: Value) -> Option<String> {
-        violation(validator, arguments.as_object())
+        let mut arguments = arguments.as_object().cloned();
+        let message = violation(validator, &mut arguments);
+        assert!(arguments.is_some(), "the arguments are handed back");
+        message
     }
 
     #[test]
@@ -145,7 +158,9 @@ mod tests {
     #[test]
     fn missing_required_wrong_type_and_range_are_refused() {
         assert!(check(&item_schema(), json!({})).unwrap().contains("item"));
-        assert!(violation(&item_schema(), None).unwrap().contains("item"), "absent arguments are {{}}");
+        let mut absent = None;
+        assert!(violation(&item_schema(), &mut absent).unwrap().contains("item"), "absent arguments are {{}}");
+        assert!(absent.is_none(), "and stay absent");
         assert!(check(&item_schema(), json!({"item": 5})).is_some());
         assert!(check(&item_schema(), json!({"item": "a", "count": 0})).unwrap().starts_with("Invalid argument /count"));
         assert_eq!(check(&item_schema(), json!({"item": "a", "count": 3})), None);

@@ -24,7 +24,12 @@ use super::{
     store::Decision,
     tool::{TaskRun, TaskStep},
 };
-use crate::{handles::HandleKey, protocol::capability_guard::missing_capabilities, random, storage::StoreError};
+use crate::{
+    handles::HandleKey,
+    protocol::capability_guard::missing_capabilities,
+    random,
+    storage::{StoreError, hex},
+};
 
 /// How long a cancelled function may take to return before it is dropped.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
@@ -260,9 +265,6 @@ fn holds(record: &TaskRecord, holder: &str) -> bool {
     record.lease.as_ref().is_some_and(|lease| lease.holder == holder)
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 fn object(value: impl serde::Serialize) -> JsonObject {
     match serde_json::to_value(value) {
