@@ -259,7 +259,7 @@ async fn opens_do_not_queue_behind_a_stalled_generate_data_key() {
     while rig.proxy.seen(Service::Kms) < 2 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let opened = keys.opening_key(&first.key_ref).await;
+    let opened = keys.opening_key(&first.key_ref, "alice").await;
     assert!(opened.is_ok(), "the current key opens without KMS");
     assert!(!sealing.is_finished(), "and without waiting for the stalled GenerateDataKey");
     assert!(sealing.await.unwrap().is_err(), "the stalled seal ends in an error, bounded by the operation timeout");

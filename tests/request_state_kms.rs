@@ -48,7 +48,10 @@ fn answer(state: &str, key: &str, text: &str) -> Value {
 #[tokio::test]
 async fn every_changed_byte_truncation_and_unknown_version_fail_closed() {
     let key = fresh_key(&sdk().await).await;
-    let (sealer, _) = kms_sealer(&key, "e2e", KeyWindow::default(), ManualClock::at(1_000)).await;
+    // Each changed byte of the data key is a key KMS is asked about: a
+    // budget for all of them, so every answer is KMS's own.
+    let window = KeyWindow { max_decrypts_per_minute: 10_000, max_decrypts_per_caller_per_minute: 10_000, ..KeyWindow::default() };
+    let (sealer, _) = kms_sealer(&key, "e2e", window, ManualClock::at(1_000)).await;
     let binding = StateBinding::new(&caller("alice"), "tools/call", "checkout", &json!({"basket": "b"}), "e2e");
     let token = sealer.seal(&binding, &json!({"step": 1}), Duration::from_secs(600)).await.unwrap();
     assert!(sealer.open(&binding, &token).await.is_ok());
@@ -123,19 +126,11 @@ async fn state_sealed_before_a_key_rotation_still_opens() {
 /// bounded number per minute.
 #[tokio::test]
 async fn forged_data_keys_cost_at_most_one_decrypt_each_and_a_bounded_number_per_minute() {
-    use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
     let key = fresh_key(&sdk().await).await;
     let window = KeyWindow { max_decrypts_per_minute: 5, ..KeyWindow::default() };
     let (sealer, calls) = kms_sealer(&key, "e2e", window, ManualClock::at(1_000)).await;
     let decrypts = || calls.decrypt.load(std::sync::atomic::Ordering::Relaxed);
     let binding = StateBinding::new(&caller("mallory"), "tools/call", "t", &json!({}), "e2e");
-    // v1. | u16 length | key ref | 12-byte nonce | ciphertext and 16-byte tag
-    let forged = |key_ref: &[u8]| {
-        let mut raw = (key_ref.len() as u16).to_be_bytes().to_vec();
-        raw.extend_from_slice(key_ref);
-        raw.extend_from_slice(&[0u8; 12 + 32]);
-        format!("v1.{}", URL_SAFE_NO_PAD.encode(raw))
-    };
 
     for _ in 0..20 {
         assert_eq!(sealer.open(&binding, &forged(&[7u8; 184])).await.unwrap_err(), OpenError::KeyRefused);
@@ -152,6 +147,49 @@ async fn forged_data_keys_cost_at_most_one_decrypt_each_and_a_bounded_number_per
     let own = sealer.seal(&binding, &json!({"ok": true}), Duration::from_secs(600)).await.unwrap();
     assert_eq!(sealer.open(&binding, &own).await.unwrap().data, json!({"ok": true}));
     assert_eq!(decrypts(), 5);
+}
+
+/// Issue 16, finding 1: one caller's forged tokens must not make another
+/// caller's genuine state fail on the same instance, nor evict the keys
+/// genuine states need; a spent budget is the server's condition
+/// (retryable), never "invalid".
+#[tokio::test]
+async fn forged_tokens_spend_their_callers_budget_not_another_callers() {
+    let key = fresh_key(&sdk().await).await;
+    let (sealer_a, _) = kms_sealer(&key, "e2e", KeyWindow::default(), ManualClock::at(1_000)).await;
+    let window = KeyWindow { cache_entries: 2, ..KeyWindow::default() };
+    let (sealer_c, calls_c) = kms_sealer(&key, "e2e", window.clone(), ManualClock::at(1_000)).await;
+    let decrypts = || calls_c.decrypt.load(std::sync::atomic::Ordering::Relaxed);
+    let alice = StateBinding::new(&caller("alice"), "tools/call", "t", &json!({}), "e2e");
+    let mallory = StateBinding::new(&caller("mallory"), "tools/call", "t", &json!({}), "e2e");
+    let genuine = sealer_a.seal(&alice, &json!({"round": 2}), Duration::from_secs(600)).await.unwrap();
+    // C learns alice's key (sealed on A) once.
+    assert_eq!(sealer_c.open(&alice, &genuine).await.unwrap().data, json!({"round": 2}));
+    assert_eq!(decrypts(), 1);
+
+    let per_caller = window.max_decrypts_per_caller_per_minute;
+    for i in 0..61u8 {
+        let outcome = sealer_c.open(&mallory, &forged(&[i; 150])).await.unwrap_err();
+        let expected = if u32::from(i) < per_caller { OpenError::KeyRefused } else { OpenError::KeyUnavailable("Decrypt budget spent".into()) };
+        assert_eq!(outcome, expected, "forged token {i}");
+    }
+    assert_eq!(decrypts(), 1 + u64::from(per_caller), "mallory spent only her own budget");
+    // The refusals did not evict alice's key (the good-key cache holds 2).
+    assert_eq!(sealer_c.open(&alice, &genuine).await.unwrap().data, json!({"round": 2}));
+    assert_eq!(decrypts(), 1 + u64::from(per_caller), "alice's key still cached");
+    // A new genuine state of alice's, under a key C has not seen, still opens.
+    let (sealer_b, _) = kms_sealer(&key, "e2e", KeyWindow::default(), ManualClock::at(1_000)).await;
+    let from_b = sealer_b.seal(&alice, &json!({"round": 3}), Duration::from_secs(600)).await.unwrap();
+    assert_eq!(sealer_c.open(&alice, &from_b).await.unwrap().data, json!({"round": 3}));
+}
+
+/// v1. | u16 length | key ref | 12-byte nonce | ciphertext and 16-byte tag
+fn forged(key_ref: &[u8]) -> String {
+    use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+    let mut raw = (key_ref.len() as u16).to_be_bytes().to_vec();
+    raw.extend_from_slice(key_ref);
+    raw.extend_from_slice(&[0u8; 12 + 32]);
+    format!("v1.{}", URL_SAFE_NO_PAD.encode(raw))
 }
 
 /// The request log's counters (CloudWatch metrics in Lambda): each request

@@ -32,7 +32,14 @@ OPTIONAL = {
     "MCP_AWS_OPERATION_TIMEOUT_MS",
 }
 # Read only by the worker function.
-WORKER_ONLY = {"MCP_TASK_DEAD_LETTER_QUEUE_ARN"}
+WORKER_ONLY = {"MCP_TASK_DEAD_LETTER_QUEUE_ARN", "MCP_TASK_QUEUE_ARN"}
+# Where the code derives the task timings; the template's worker timeouts
+# and visibility factor must be the ones it assumes.
+TIMINGS = ROOT / "functions" / "mcp-stateless" / "src" / "tasks" / "timings.rs"
+# The partition-key schemes (dynamodb_handles.rs, quota.rs): handles and
+# tasks, used token ids, creation counts. The worker's are the task kind's.
+REQUEST_KEY_PREFIXES = ["handle#*", "jti#*", "quota#*"]
+WORKER_KEY_PREFIXES = ["handle#tsk#*", "quota#tsk#*"]
 
 
 class NoManagedPolicies:
@@ -178,6 +185,36 @@ def test_queue_visibility_is_six_times_the_worker_timeout(cfn):
     }
 
 
+def test_both_functions_get_the_timings_the_tasks_are_derived_from(cfn):
+    template, _ = cfn
+    for name in ("McpFunction", "TaskWorkerFunction"):
+        variables = function(template, name)["Environment"]["Variables"]
+        assert variables["MCP_WORKER_TIMEOUT_SECONDS"] == {"Ref": "WorkerTimeout"}, name
+        assert variables["MCP_TASK_MAX_ATTEMPTS"] == {"Ref": "TaskMaxAttempts"}, name
+    worker = function(template, "TaskWorkerFunction")["Environment"]["Variables"]
+    assert WORKER_ONLY <= set(worker)
+    assert worker["MCP_TASK_QUEUE_ARN"] == {"Fn::GetAtt": ["TaskQueue", "Arn"]}
+    assert not WORKER_ONLY & set(function(template, "McpFunction")["Environment"]["Variables"])
+
+
+def test_visibility_timeouts_use_the_factor_and_timeouts_of_the_rust_timings():
+    text = TIMINGS.read_text()
+    factor = re.search(r"pub const VISIBILITY_FACTOR: u64 = ([0-9_]+);", text)
+    timeouts = re.search(r"pub const WORKER_TIMEOUTS: \[u64; ([0-9]+)\] = \[([0-9_,\s]*)\];", text)
+    assert factor and timeouts, f"VISIBILITY_FACTOR or WORKER_TIMEOUTS not found in {TIMINGS.relative_to(ROOT)}"
+    factor = int(factor.group(1).replace("_", ""))
+    worker_timeouts = [int(v.replace("_", "")) for v in timeouts.group(2).split(",") if v.strip()]
+    assert len(worker_timeouts) == int(timeouts.group(1))
+    sam = load_template(ROOT / "template.yaml")
+    assert sam["Parameters"]["WorkerTimeout"]["AllowedValues"] == worker_timeouts
+    table = sam["Mappings"]["WorkerTimeouts"]
+    assert sorted(int(k) for k in table) == sorted(worker_timeouts)
+    for timeout in worker_timeouts:
+        visibility = table[str(timeout)]["VisibilityTimeout"]
+        assert visibility == factor * timeout, timeout
+        assert visibility <= 43200, "SQS's maximum visibility timeout"
+
+
 def role_statements(template, role):
     for policy in template["Resources"][role]["Properties"]["Policies"]:
         yield from policy["PolicyDocument"]["Statement"]
@@ -198,7 +235,59 @@ def test_each_function_may_do_only_its_part_with_tasks(cfn):
     assert not actions_of(template, "TaskWorkerRole", "kms")
     consume = [s for s in role_statements(template, "TaskWorkerRole") if "sqs:ReceiveMessage" in listed(s["Action"])]
     assert sorted(r["Fn::GetAtt"][0] for r in listed(consume[0]["Resource"])) == ["TaskDeadLetterQueue", "TaskQueue"]
-    assert actions_of(template, "TaskWorkerRole", "dynamodb") == {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"}
+    # UpdateItem: an ending task gives its owner's quota count back.
+    assert actions_of(template, "TaskWorkerRole", "dynamodb") == {
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+    }
+
+
+def test_each_role_reaches_only_its_own_partition_keys(cfn):
+    template, _ = cfn
+    for role, prefixes in (("McpFunctionRole", REQUEST_KEY_PREFIXES), ("TaskWorkerRole", WORKER_KEY_PREFIXES)):
+        dynamo = [s for s in role_statements(template, role) if any(a.startswith("dynamodb:") for a in listed(s["Action"]))]
+        assert len(dynamo) == 1, role
+        # ForAllValues: every key the request names must match (ForAnyValue
+        # would let one matching key carry others along).
+        assert dynamo[0]["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": prefixes}}, role
+    # The worker runs task tools: no other kind's handles, no token ids.
+    for prefix in WORKER_KEY_PREFIXES:
+        scheme, kind, rest = prefix.split("#", 2)
+        assert scheme in {"handle", "quota"} and kind == "tsk" and rest == "*", prefix
+
+
+def queue_policy(template, queue):
+    policies = [
+        p["Properties"]
+        for p in resources(template, "AWS::SQS::QueuePolicy").values()
+        if p["Properties"]["Queues"] == [{"Ref": queue}]
+    ]
+    assert len(policies) == 1, f"expected one policy on {queue}"
+    return [{k: v for k, v in s.items() if k != "Sid"} for s in policies[0]["PolicyDocument"]["Statement"]]
+
+
+def test_only_the_request_function_sends_tasks_and_only_the_redrive_dead_letters(cfn):
+    template, _ = cfn
+    assert len(resources(template, "AWS::SQS::QueuePolicy")) == 2
+    assert function(template, "McpFunction")["Role"] == {"Fn::GetAtt": ["McpFunctionRole", "Arn"]}
+    # Explicit denies, so no grant elsewhere in the account can send.
+    deny_send = {"Effect": "Deny", "Principal": "*", "Action": "sqs:SendMessage"}
+    assert queue_policy(template, "TaskQueue") == [
+        dict(
+            deny_send,
+            Resource={"Fn::GetAtt": ["TaskQueue", "Arn"]},
+            Condition={"ArnNotEquals": {"aws:PrincipalArn": {"Fn::GetAtt": ["McpFunctionRole", "Arn"]}}},
+        )
+    ]
+    assert queue_policy(template, "TaskDeadLetterQueue") == [
+        dict(
+            deny_send,
+            Resource={"Fn::GetAtt": ["TaskDeadLetterQueue", "Arn"]},
+            Condition={"ArnNotEquals": {"aws:SourceArn": {"Fn::GetAtt": ["TaskQueue", "Arn"]}}},
+        )
+    ]
 
 
 def test_table_matches_what_the_code_writes(cfn):

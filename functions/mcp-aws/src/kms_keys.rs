@@ -49,11 +49,17 @@ pub struct KeyWindow {
     /// How long a refusal is remembered: short, since a key can be
     /// re-enabled or a policy fixed.
     pub refusal_max_age: Duration,
-    /// Decrypt calls for data keys this instance has not seen, per minute.
-    /// Honest traffic needs about one per sealing instance per `max_age`;
-    /// beyond the bound a token is treated as invalid (the client retries
-    /// without it) rather than spending the account's KMS quota.
+    /// How many refused data keys are remembered, apart from the good
+    /// ones, so a flood of forged tokens never evicts a key honest tokens use.
+    pub refusal_entries: usize,
+    /// Decrypt calls for data keys this instance has not seen, per minute,
+    /// for all callers together. Honest traffic needs about one per sealing
+    /// instance per `max_age`; the bound keeps a flood from spending the
+    /// account's KMS quota.
     pub max_decrypts_per_minute: u32,
+    /// The same, for one caller (a principal): a caller with forged tokens
+    /// spends its own budget, not the one other callers' tokens need.
+    pub max_decrypts_per_caller_per_minute: u32,
 }
 
 /// KMS ciphertext blobs of 32-byte data keys are under 200 bytes; anything
@@ -69,7 +75,9 @@ impl Default for KeyWindow {
             // Longer than any state lives (default 10 minutes) plus a window.
             cache_max_age: Duration::from_secs(3_600),
             refusal_max_age: Duration::from_secs(300),
-            max_decrypts_per_minute: 60,
+            refusal_entries: 1_024,
+            max_decrypts_per_minute: 120,
+            max_decrypts_per_caller_per_minute: 10,
         }
     }
 }
@@ -98,12 +106,16 @@ pub struct KmsDataKeys {
     /// opens must not queue behind a slow GenerateDataKey.
     current_for_open: Mutex<Option<(Vec<u8>, Arc<LessSafeKey>)>>,
     decrypt_budget: Mutex<DecryptBudget>,
-    opened: Mutex<OpenedKeys>,
+    /// Unwrapped keys, and apart from them the keys KMS refused.
+    opened: Mutex<RecentKeys<Arc<LessSafeKey>>>,
+    refused: Mutex<RecentKeys<()>>,
     pub calls: Arc<KmsCallCounts>,
 }
 
 impl KmsDataKeys {
     pub fn new(client: Client, key_id: impl Into<String>, audience: impl Into<String>, window: KeyWindow) -> Self {
+        let opened = Mutex::new(RecentKeys::new(window.cache_entries, window.cache_max_age));
+        let refused = Mutex::new(RecentKeys::new(window.refusal_entries, window.refusal_max_age));
         Self {
             client,
             key_id: key_id.into(),
@@ -112,7 +124,8 @@ impl KmsDataKeys {
             current: tokio::sync::Mutex::new(None),
             current_for_open: Mutex::new(None),
             decrypt_budget: Mutex::new(DecryptBudget::new()),
-            opened: Mutex::new(OpenedKeys::default()),
+            opened,
+            refused,
             calls: Arc::default(),
         }
     }
@@ -212,7 +225,7 @@ impl DataKeySource for KmsDataKeys {
                 let previous = current.replace(fresh);
                 // Tokens sealed under the previous key keep opening until they expire.
                 if let (Some(previous), Ok(mut opened)) = (previous, self.opened.lock()) {
-                    opened.insert(previous.encrypted, Some(previous.key), &self.window);
+                    opened.insert(previous.encrypted, previous.key);
                 }
             }
             let key = current.as_mut().expect("set above");
@@ -221,7 +234,7 @@ impl DataKeySource for KmsDataKeys {
         })
     }
 
-    fn opening_key<'a>(&'a self, key_ref: &'a [u8]) -> BoxFuture<'a, Result<Arc<LessSafeKey>, OpenError>> {
+    fn opening_key<'a>(&'a self, key_ref: &'a [u8], caller: &'a str) -> BoxFuture<'a, Result<Arc<LessSafeKey>, OpenError>> {
         Box::pin(async move {
             let current = self.current_for_open.lock().ok().and_then(|c| c.as_ref().filter(|(encrypted, _)| encrypted == key_ref).map(|(_, key)| key.clone()));
             if let Some(key) = current {
@@ -231,59 +244,72 @@ impl DataKeySource for KmsDataKeys {
             if key_ref.len() > MAX_ENCRYPTED_KEY_BYTES {
                 return Err(OpenError::Malformed);
             }
-            match self.opened.lock().ok().and_then(|mut opened| opened.get(key_ref, &self.window)) {
-                Some(Some(key)) => {
-                    metrics::count(Counter::DataKeyCacheHits);
-                    return Ok(key);
-                }
-                Some(None) => return Err(OpenError::KeyRefused),
-                None => {}
+            if let Some(key) = self.opened.lock().ok().and_then(|mut opened| opened.get(key_ref)) {
+                metrics::count(Counter::DataKeyCacheHits);
+                return Ok(key);
             }
-            if !self.decrypt_budget.lock().is_ok_and(|mut budget| budget.take(self.window.max_decrypts_per_minute)) {
-                tracing::warn!("requestState Decrypt budget spent for this minute; treating the token as invalid");
+            if self.refused.lock().is_ok_and(|mut refused| refused.get(key_ref).is_some()) {
                 return Err(OpenError::KeyRefused);
             }
+            let window = &self.window;
+            let allowed = self.decrypt_budget.lock().is_ok_and(|mut budget| {
+                budget.take(caller, window.max_decrypts_per_minute, window.max_decrypts_per_caller_per_minute)
+            });
+            if !allowed {
+                // Nothing is known about the key: the state may well be
+                // genuine, so this is the server's condition (retryable
+                // -32603), never "invalid".
+                tracing::warn!("requestState Decrypt budget spent for this minute");
+                return Err(OpenError::KeyUnavailable("Decrypt budget spent".into()));
+            }
             let outcome = self.decrypt(key_ref).await.map(Arc::new);
-            let learnt = match &outcome {
-                Ok(key) => Some(Some(key.clone())),
-                Err(OpenError::KeyRefused) => Some(None),
+            match &outcome {
+                Ok(key) => {
+                    if let Ok(mut opened) = self.opened.lock() {
+                        opened.insert(key_ref.to_vec(), key.clone());
+                    }
+                }
+                Err(OpenError::KeyRefused) => {
+                    if let Ok(mut refused) = self.refused.lock() {
+                        refused.insert(key_ref.to_vec(), ());
+                    }
+                }
                 // Unreachable or throttled: nothing learnt about the key.
-                Err(_) => None,
-            };
-            if let (Some(entry), Ok(mut opened)) = (learnt, self.opened.lock()) {
-                opened.insert(key_ref.to_vec(), entry, &self.window);
+                Err(_) => {}
             }
             outcome
         })
     }
 }
 
-/// What this instance knows of data keys, by encrypted-key bytes: the
-/// unwrapped key, or `None` for one KMS refused. Bounded in count and age.
-#[derive(Default)]
-struct OpenedKeys {
-    keys: HashMap<Vec<u8>, (Option<Arc<LessSafeKey>>, Instant)>,
+/// Data keys this instance has learnt something about, by encrypted-key
+/// bytes: bounded in count (oldest first out) and in age.
+struct RecentKeys<V> {
+    keys: HashMap<Vec<u8>, (V, Instant)>,
     order: VecDeque<Vec<u8>>,
+    max_entries: usize,
+    max_age: Duration,
 }
 
-impl OpenedKeys {
-    /// `Some(Some(key))`: known good; `Some(None)`: recently refused;
-    /// `None`: not known (or forgotten).
-    fn get(&mut self, encrypted: &[u8], window: &KeyWindow) -> Option<Option<Arc<LessSafeKey>>> {
-        let (key, added) = self.keys.get(encrypted)?;
-        let max_age = if key.is_some() { window.cache_max_age } else { window.refusal_max_age };
-        if added.elapsed() < max_age {
-            return Some(key.clone());
+impl<V: Clone> RecentKeys<V> {
+    fn new(max_entries: usize, max_age: Duration) -> Self {
+        Self { keys: HashMap::new(), order: VecDeque::new(), max_entries, max_age }
+    }
+
+    fn get(&mut self, encrypted: &[u8]) -> Option<V> {
+        let (value, added) = self.keys.get(encrypted)?;
+        if added.elapsed() < self.max_age {
+            return Some(value.clone());
         }
         self.keys.remove(encrypted);
         None
     }
 
-    fn insert(&mut self, encrypted: Vec<u8>, key: Option<Arc<LessSafeKey>>, window: &KeyWindow) {
-        if self.keys.insert(encrypted.clone(), (key, Instant::now())).is_none() {
+    fn insert(&mut self, encrypted: Vec<u8>, value: V) {
+        if self.keys.insert(encrypted.clone(), (value, Instant::now())).is_none() {
             self.order.push_back(encrypted);
         }
-        while self.keys.len() > window.cache_entries {
+        while self.keys.len() > self.max_entries {
             match self.order.pop_front() {
                 Some(oldest) => {
                     self.keys.remove(&oldest);
@@ -295,25 +321,52 @@ impl OpenedKeys {
     }
 }
 
-/// Decrypt calls left in the current minute.
+/// Decrypt calls left in the current minute, in all and per caller.
 struct DecryptBudget {
     minute_started: Instant,
     spent: u32,
+    /// Per caller this minute; cleared when the minute turns, and bounded:
+    /// past [`MAX_CALLERS_TRACKED`] new callers wait for the next minute.
+    by_caller: HashMap<String, u32>,
 }
+
+const MAX_CALLERS_TRACKED: usize = 4_096;
 
 impl DecryptBudget {
     fn new() -> Self {
-        Self { minute_started: Instant::now(), spent: 0 }
+        Self { minute_started: Instant::now(), spent: 0, by_caller: HashMap::new() }
     }
 
-    fn take(&mut self, per_minute: u32) -> bool {
+    fn take(&mut self, caller: &str, per_minute: u32, per_caller: u32) -> bool {
         if self.minute_started.elapsed() >= Duration::from_secs(60) {
             *self = Self::new();
         }
-        if self.spent >= per_minute {
+        let caller_spent = self.by_caller.get(caller).copied().unwrap_or(0);
+        let untracked = caller_spent == 0 && self.by_caller.len() >= MAX_CALLERS_TRACKED;
+        if self.spent >= per_minute || caller_spent >= per_caller || untracked {
             return false;
         }
         self.spent += 1;
+        self.by_caller.insert(caller.to_owned(), caller_spent + 1);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_caller_spends_its_own_decrypt_budget_not_the_others() {
+        let mut budget = DecryptBudget::new();
+        for _ in 0..3 {
+            assert!(budget.take("mallory", 10, 3));
+        }
+        assert!(!budget.take("mallory", 10, 3), "mallory's own bound");
+        assert!(budget.take("alice", 10, 3), "alice still has hers");
+        for _ in 0..6 {
+            budget.take(&format!("sybil-{}", budget.spent), 10, 3);
+        }
+        assert!(!budget.take("bob", 10, 3), "and the bound for all callers holds");
     }
 }

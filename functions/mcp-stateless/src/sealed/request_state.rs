@@ -156,7 +156,11 @@ pub struct SealingKey {
 /// server; the KMS source serves Lambda.
 pub trait DataKeySource: Send + Sync {
     fn sealing_key(&self) -> BoxFuture<'_, Result<SealingKey, SealError>>;
-    fn opening_key<'a>(&'a self, key_ref: &'a [u8]) -> BoxFuture<'a, Result<Arc<LessSafeKey>, OpenError>>;
+    /// The key `key_ref` names, for a token `caller` (the binding's
+    /// principal) presented: a source that pays per lookup (KMS) budgets
+    /// the lookups per caller, so one caller's forged tokens cannot spend
+    /// what other callers' genuine ones need.
+    fn opening_key<'a>(&'a self, key_ref: &'a [u8], caller: &'a str) -> BoxFuture<'a, Result<Arc<LessSafeKey>, OpenError>>;
 }
 
 /// One random AES-256 key per process. Tokens do not survive a restart and do
@@ -182,7 +186,7 @@ impl DataKeySource for InProcessKey {
         Box::pin(async move { Ok(key) })
     }
 
-    fn opening_key<'a>(&'a self, key_ref: &'a [u8]) -> BoxFuture<'a, Result<Arc<LessSafeKey>, OpenError>> {
+    fn opening_key<'a>(&'a self, key_ref: &'a [u8], _caller: &'a str) -> BoxFuture<'a, Result<Arc<LessSafeKey>, OpenError>> {
         let found = (key_ref == self.key_ref.as_slice()).then(|| self.key.clone());
         Box::pin(async move { found.ok_or(OpenError::KeyRefused) })
     }
@@ -269,7 +273,7 @@ impl<K: DataKeySource> EnvelopeSealer<K> {
         let (nonce, ciphertext) = rest.split_at(NONCE_LEN);
         let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| OpenError::Malformed)?;
 
-        let key = self.keys.opening_key(key_ref).await?;
+        let key = self.keys.opening_key(key_ref, &binding.principal).await?;
         let mut in_out = ciphertext.to_vec();
         let plaintext = key
             .open_in_place(nonce, Aad::from(binding.associated_data(key_ref)), &mut in_out)
