@@ -114,9 +114,9 @@ const DEADLINE: &str = "deadline";
 /// A random id per write call, so the SDK's retry of a write that did land
 /// (its answer lost to a timeout or a reset) is recognised as done rather
 /// than applied twice (an append) or mistaken for a conflict (a replace).
-const LAST_OP: &str = "last_op";
+pub(crate) const LAST_OP: &str = "last_op";
 
-fn operation_id() -> String {
+pub(crate) fn operation_id() -> String {
     hex(&random::bytes::<12>())
 }
 const LIVE: &str =

@@ -6,6 +6,13 @@
 //! Round trips: create 1 (conditional put), read 1 (consistent get), every
 //! change 2 (consistent get + put conditioned on the version), one more only
 //! when a read finds the task expired, to delete it.
+//!
+//! Every put carries a random per-call id (`last_op`) and its condition
+//! also accepts an item that already carries it: when the SDK retries a put
+//! whose first attempt landed but whose answer was lost, the retry finds
+//! its own write and succeeds (rewriting the same bytes), instead of
+//! reporting a conflict (an update whose answers would be dropped) or a
+//! failed create (a task left `working` that nobody enqueued).
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::BoxFuture;
@@ -18,7 +25,7 @@ use mcp_stateless::{
     },
 };
 
-use crate::dynamo_handles::{DynamoStore, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, s, unavailable};
+use crate::dynamo_handles::{DynamoStore, LAST_OP, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, operation_id, s};
 
 const RECORD: &str = "task";
 
@@ -28,6 +35,7 @@ fn status_name(record: &TaskRecord) -> String {
 
 impl DynamoStore {
     fn put_task(&self, key: &HandleKey, record: &TaskRecord) -> Result<aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder, StoreError> {
+        let op = operation_id();
         let json = serde_json::to_string(record).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         Ok(self
             .client
@@ -39,19 +47,23 @@ impl DynamoStore {
             .item("status", s(&status_name(record)))
             .item("version", n(record.version))
             .item(TTL_ATTRIBUTE, n(record.expires_at))
-            .item(RECORD, AttributeValue::S(json)))
+            .item(RECORD, AttributeValue::S(json))
+            .item(LAST_OP, s(&op))
+            .expression_attribute_names("#last_op", LAST_OP)
+            .expression_attribute_values(":op", s(&op)))
     }
 }
 
 impl TaskStore for DynamoStore {
     fn create<'a>(&'a self, key: &'a HandleKey, record: &'a TaskRecord) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            self.put_task(key, record)?
-                .condition_expression("attribute_not_exists(pk)")
-                .send()
-                .await
-                .map_err(unavailable)?;
-            Ok(())
+            let result = self.put_task(key, record)?.condition_expression("attribute_not_exists(pk) OR #last_op = :op").send().await;
+            match result {
+                Ok(_) => Ok(()),
+                // Task ids are 128 random bits: a clash is not a real case.
+                Err(error) => condition_failed(error, |_| None)
+                    .and_then(|_| Err(StoreError::Unavailable("a task with this id exists".into()))),
+            }
         })
     }
 
@@ -82,7 +94,7 @@ impl TaskStore for DynamoStore {
         Box::pin(async move {
             let result = self
                 .put_task(key, record)?
-                .condition_expression("#version = :expected AND #owner = :owner")
+                .condition_expression("#owner = :owner AND (#version = :expected OR #last_op = :op)")
                 .expression_attribute_names("#version", "version")
                 .expression_attribute_names("#owner", "owner")
                 .expression_attribute_values(":expected", n(expected_version))

@@ -25,7 +25,7 @@ use mcp_stateless::{
     sealed::redemption::{InMemoryLedger, RedemptionLedger},
     sealed::request_state::{EnvelopeSealer, InProcessKey, RequestStateSealer},
     tasks::{
-        TaskBackend, TaskTools, TaskWorker,
+        TaskBackend, TaskPolicy, TaskTools, TaskWorker,
         store::{TaskStore, memory::InMemoryTaskStore},
     },
 };
@@ -153,13 +153,21 @@ pub async fn run_worker(tools: TaskTools) -> Result<(), StartError> {
             settings::TASK_QUEUE_URL
         )));
     };
-    let sdk = sdk_config().await;
+    let limits = CallLimits::from_env();
+    let sdk = sdk_config_with(&limits).await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table));
     let queue = Arc::new(SqsTaskQueue::new(sqs.clone(), queue_url));
-    let worker = TaskWorker::new(TaskBackend::new(store, queue, Arc::new(SystemClock)).with_tools(tools));
+    // The outcome's write must fit before the invocation's deadline: keep
+    // back two bounded calls (a read and a put).
+    let policy = TaskPolicy { deadline_margin: limits.operation * 2, ..TaskPolicy::from_env() };
+    let backend = TaskBackend::new(store.clone(), queue, Arc::new(SystemClock)).with_policy(policy).with_quota(store);
+    let worker = TaskWorker::new(backend.with_tools(tools));
     match mode {
-        Mode::Lambda => worker_entry::serve_lambda(worker, settings.dead_letter_queue_arn).await.map_err(StartError::Lambda),
+        Mode::Lambda => {
+            let retries = worker_entry::Retries { client: sqs, queue_url: queue_url.clone() };
+            worker_entry::serve_lambda(worker, settings.dead_letter_queue_arn, retries).await.map_err(StartError::Lambda)
+        }
         Mode::Local => {
             worker_entry::poll_queues(worker, sqs, queue_url.clone(), settings.dead_letter_queue_url).await;
             Ok(())

@@ -1,11 +1,16 @@
 //! The task queue in SQS: the request function sends one message per
 //! runnable task; the worker function consumes it through an event source
 //! mapping (or, locally, `worker_entry::poll_queues`).
+//!
+//! Each message names its owner's group (`MessageGroupId`, a digest of the
+//! owner): on a standard queue that makes it an SQS fair queue, so one
+//! tenant's backlog does not hold up the others' tasks.
 
+use aws_lc_rs::digest::{SHA256, digest};
 use aws_sdk_sqs::Client;
 use futures::future::BoxFuture;
 use mcp_stateless::{
-    storage::StoreError,
+    storage::{StoreError, hex},
     tasks::queue::{TaskMessage, TaskQueue},
 };
 
@@ -24,7 +29,9 @@ impl TaskQueue for SqsTaskQueue {
     fn enqueue<'a>(&'a self, message: &'a TaskMessage) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let body = serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            self.client.send_message().queue_url(&self.queue_url).message_body(body).send().await.map_err(|error| {
+            let group = hex(&digest(&SHA256, message.owner.as_bytes()).as_ref()[..16]);
+            let send = self.client.send_message().queue_url(&self.queue_url).message_body(body).message_group_id(group);
+            send.send().await.map_err(|error| {
                 let detail = aws_sdk_sqs::error::DisplayErrorContext(&error).to_string();
                 tracing::error!(error = %detail, "SQS SendMessage failed");
                 StoreError::Unavailable("queue unavailable".into())

@@ -9,7 +9,7 @@
 use std::{collections::HashMap, time::Duration};
 
 use aws_sdk_sqs::{Client, types::MessageSystemAttributeName};
-use mcp_stateless::tasks::{Disposition, TaskWorker, queue::TaskMessage};
+use mcp_stateless::tasks::{Disposition, TaskWorker, queue::TaskMessage, timings::retry_delay};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Default, Deserialize)]
@@ -22,6 +22,8 @@ pub struct SqsEvent {
 pub struct SqsRecord {
     #[serde(rename = "messageId")]
     pub message_id: String,
+    #[serde(rename = "receiptHandle", default)]
+    pub receipt_handle: String,
     #[serde(default)]
     pub body: String,
     #[serde(default)]
@@ -77,34 +79,61 @@ fn receives(attributes: &HashMap<String, String>) -> u32 {
     attributes.get("ApproximateReceiveCount").and_then(|count| count.parse().ok()).unwrap_or(1)
 }
 
+/// Where a message to retry is put back, and after how long: a run that
+/// failed without an outcome is retried after [`retry_delay`], not after
+/// the queue's visibility timeout (six worker timeouts).
+#[derive(Clone)]
+pub struct Retries {
+    pub client: Client,
+    pub queue_url: String,
+}
+
+impl Retries {
+    async fn delay(&self, receipt: &str, receives: u32) {
+        let delay = retry_delay(receives).as_secs() as i32;
+        let changed =
+            self.client.change_message_visibility().queue_url(&self.queue_url).receipt_handle(receipt).visibility_timeout(delay).send().await;
+        if let Err(error) = changed {
+            // It comes back after the visibility timeout instead.
+            tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&error), "ChangeMessageVisibility failed");
+        }
+    }
+}
+
 /// A Lambda SQS event: each record in turn (the template sets batch size
 /// 1), within the invocation's `deadline`.
 pub async fn handle_sqs_event(
     worker: &TaskWorker,
     event: SqsEvent,
     dead_letter_arn: Option<&str>,
+    retries: Option<&Retries>,
     deadline: Option<tokio::time::Instant>,
 ) -> SqsBatchResponse {
     let mut response = SqsBatchResponse::default();
     for record in event.records {
         let source =
             if dead_letter_arn == Some(record.event_source_arn.as_str()) { Source::DeadLetterQueue } else { Source::TaskQueue };
-        if handle_message(worker, source, &record.body, receives(&record.attributes), deadline).await == Disposition::Retry {
+        let count = receives(&record.attributes);
+        if handle_message(worker, source, &record.body, count, deadline).await == Disposition::Retry {
+            if let (Source::TaskQueue, Some(retries)) = (source, retries) {
+                retries.delay(&record.receipt_handle, count).await;
+            }
             response.batch_item_failures.push(BatchItemFailure { item_identifier: record.message_id });
         }
     }
     response
 }
 
-pub async fn serve_lambda(worker: TaskWorker, dead_letter_arn: Option<String>) -> Result<(), lambda_http::Error> {
+pub async fn serve_lambda(worker: TaskWorker, dead_letter_arn: Option<String>, retries: Retries) -> Result<(), lambda_http::Error> {
     let dead_letter_arn = dead_letter_arn.as_deref();
+    let retries = &retries;
     lambda_http::lambda_runtime::run(lambda_http::service_fn(|event: lambda_http::LambdaEvent<SqsEvent>| {
         let worker = worker.clone();
         // The invocation's deadline, as epoch milliseconds, made an Instant.
         let left = Duration::from_millis(event.context.deadline)
             .saturating_sub(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default());
         let deadline = Some(tokio::time::Instant::now() + left);
-        async move { Ok::<_, std::convert::Infallible>(handle_sqs_event(&worker, event.payload, dead_letter_arn, deadline).await) }
+        async move { Ok::<_, std::convert::Infallible>(handle_sqs_event(&worker, event.payload, dead_letter_arn, Some(retries), deadline).await) }
     }))
     .await
 }
@@ -162,9 +191,11 @@ async fn poll(worker: TaskWorker, client: Client, queue_url: String, source: Sou
                     disposition = handle_message(&worker, source, &body, count, None) => disposition,
                     never = keep_invisible(&client, &queue_url, &receipt) => match never {},
                 };
-                if disposition == Disposition::Done
-                    && let Err(error) = client.delete_message().queue_url(&queue_url).receipt_handle(receipt).send().await
-                {
+                if disposition == Disposition::Retry {
+                    if source == Source::TaskQueue {
+                        Retries { client, queue_url }.delay(&receipt, count).await;
+                    }
+                } else if let Err(error) = client.delete_message().queue_url(&queue_url).receipt_handle(receipt).send().await {
                     tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&error), "DeleteMessage failed");
                 }
             });

@@ -16,6 +16,7 @@ pub mod queue;
 pub mod record;
 pub mod service;
 pub mod store;
+pub mod timings;
 pub mod tool;
 pub mod worker;
 

@@ -79,11 +79,16 @@ pub struct TaskRecord {
     /// Worker runs started, including the current one.
     #[serde(default)]
     pub attempts: u32,
+    /// Runs started since the task last made progress (an outcome, or a
+    /// request for input): runs that crashed, aborted or were lost. At
+    /// `TaskPolicy::max_attempts` the task is failed rather than run again.
+    #[serde(default)]
+    pub unfinished_runs: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Lease>,
-    /// Set while the task waits for a worker to pick it up (after creation
-    /// or after its input arrived); a task that waits too long has lost its
-    /// queue message and is failed rather than left `working` forever.
+    /// Set while the task waits for a worker to pick it up (after creation,
+    /// after its input arrived, after a run gave it up); a task that waits
+    /// past the start deadline is sent to a worker again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runnable_since_ms: Option<u64>,
 }

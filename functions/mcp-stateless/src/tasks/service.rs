@@ -19,6 +19,7 @@ use super::{
     queue::{TaskMessage, TaskQueue},
     record::{MAX_RECORD_BYTES, TASK_KIND, TaskRecord},
     store::{Decision, TaskStore, transition},
+    timings::TaskTimings,
     tool::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools},
 };
 use crate::{
@@ -29,51 +30,86 @@ use crate::{
     storage::StoreError,
 };
 
-/// Lifetimes and pacing, the same for every task of a function.
+/// Lifetimes and pacing, the same for every task of a function, derived
+/// from the deployment's worker timeout and attempts ([`TaskTimings`]).
 #[derive(Debug, Clone)]
 pub struct TaskPolicy {
     /// From creation; never extended. The record is unreadable after it.
     pub ttl: Duration,
     /// Suggested to clients as `pollIntervalMs`.
     pub poll_interval: Duration,
-    /// A runnable task no worker started within this is failed: its queue
-    /// message was lost (a crash between the write and the send).
+    /// A runnable task no worker started within this is sent again (its
+    /// message was lost, or the queue is busy: either way it is not failed).
     pub start_deadline: Duration,
-    /// How long a worker's claim on a task lasts unless renewed; keep it
-    /// under the queue's visibility timeout so a retry can take over.
+    /// How long a worker's claim on a task lasts unless renewed. A task
+    /// whose lease lapsed (its worker died) is sent again by the next poll.
     pub lease: Duration,
     /// How often a running worker stores progress and checks for a cancel.
     pub heartbeat: Duration,
-    /// Tasks one owner may create per `ttl` (see [`crate::quota`]).
+    /// Tasks one owner may have open (not yet completed, failed or
+    /// cancelled) at once, so one tenant cannot fill the queue; a task
+    /// gives its place back when it ends (see [`crate::quota`]).
     pub max_per_owner: u32,
+    /// Runs of a task that may end without an outcome (crashed, timed out
+    /// unfinished, panicked) before it is failed.
+    pub max_attempts: u32,
+    /// A task tool run inline (a client without the tasks extension) is
+    /// stopped after this, under the request function's timeout.
+    pub inline_limit: Duration,
+    /// Time a worker keeps back before its invocation's deadline to store
+    /// the outcome: at least one bounded AWS call.
+    pub deadline_margin: Duration,
 }
 
 impl Default for TaskPolicy {
     fn default() -> Self {
-        Self {
-            ttl: Duration::from_secs(3_600),
-            poll_interval: Duration::from_millis(1_000),
-            start_deadline: Duration::from_secs(300),
-            lease: Duration::from_secs(30),
-            heartbeat: Duration::from_millis(500),
-            max_per_owner: 100,
-        }
+        Self::from_timings(&TaskTimings::derive(Duration::from_secs(300), 3))
     }
 }
 
 impl TaskPolicy {
-    /// The defaults, with `MCP_TASK_TTL_SECONDS`, `MCP_TASK_START_DEADLINE_SECONDS`
-    /// and `MCP_TASK_LEASE_SECONDS` applied when set.
-    pub fn from_env() -> Self {
-        let seconds = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok()).map(Duration::from_secs);
-        let defaults = Self::default();
+    pub fn from_timings(timings: &TaskTimings) -> Self {
         Self {
-            ttl: seconds("MCP_TASK_TTL_SECONDS").unwrap_or(defaults.ttl),
-            start_deadline: seconds("MCP_TASK_START_DEADLINE_SECONDS").unwrap_or(defaults.start_deadline),
-            lease: seconds("MCP_TASK_LEASE_SECONDS").unwrap_or(defaults.lease),
-            max_per_owner: std::env::var("MCP_TASK_MAX_PER_OWNER").ok().and_then(|v| v.parse().ok()).unwrap_or(defaults.max_per_owner),
+            ttl: timings.ttl,
+            poll_interval: Duration::from_millis(1_000),
+            start_deadline: timings.start_deadline,
+            lease: timings.lease,
+            heartbeat: Duration::from_millis(1_000),
+            max_per_owner: 20,
+            max_attempts: timings.max_attempts,
+            inline_limit: Duration::from_secs(20),
+            deadline_margin: Duration::from_secs(10),
+        }
+    }
+
+    /// Derived from `MCP_WORKER_TIMEOUT_SECONDS` and `MCP_TASK_MAX_ATTEMPTS`
+    /// (both functions get both from `template.yaml`), with
+    /// `MCP_TASK_START_DEADLINE_SECONDS`, `MCP_TASK_LEASE_SECONDS` and
+    /// `MCP_TASK_MAX_PER_OWNER` applied when set. `MCP_TASK_TTL_SECONDS`
+    /// may lengthen the lifetime, never shorten it below the recovery bound.
+    pub fn from_env() -> Self {
+        let number = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok());
+        let seconds = |name: &str| number(name).map(Duration::from_secs);
+        let worker_timeout = seconds("MCP_WORKER_TIMEOUT_SECONDS").unwrap_or(Duration::from_secs(300));
+        let attempts = number("MCP_TASK_MAX_ATTEMPTS").map_or(3, |n| n.min(u64::from(u32::MAX)) as u32);
+        let mut timings = TaskTimings::derive(worker_timeout, attempts);
+        if let Some(lease) = seconds("MCP_TASK_LEASE_SECONDS") {
+            timings.lease = lease;
+        }
+        if let Some(deadline) = seconds("MCP_TASK_START_DEADLINE_SECONDS") {
+            timings.start_deadline = deadline;
+        }
+        timings.ttl = timings.ttl.max(seconds("MCP_TASK_TTL_SECONDS").unwrap_or_default());
+        let defaults = Self::from_timings(&timings);
+        Self {
+            max_per_owner: number("MCP_TASK_MAX_PER_OWNER").map_or(defaults.max_per_owner, |n| n.min(u64::from(u32::MAX)) as u32),
             ..defaults
         }
+    }
+
+    /// The per-owner counter a task created at `created_at_ms` counts in.
+    pub fn quota_key(&self, owner: &str, created_at_ms: u64) -> QuotaKey {
+        QuotaKey::new(owner, TASK_KIND.prefix, self.ttl, created_at_ms / 1_000)
     }
 }
 
@@ -125,13 +161,22 @@ impl Tasks {
         self
     }
 
-    /// [`transition`] on this store and clock.
+    /// [`transition`] on this store and clock. The write that ends a task
+    /// (exactly one, by the compare-and-set) gives its owner's place back.
     pub(crate) async fn transition(
         &self,
         key: &HandleKey,
         change: impl FnMut(&mut TaskRecord) -> Decision,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        transition(&*self.store, &*self.clock, key, change).await
+        let outcome = transition(&*self.store, &*self.clock, key, change).await?;
+        if let Some(ended) = outcome.ended.as_ref() {
+            let quota = self.policy.quota_key(&ended.owner, ended.created_at_ms);
+            if let Err(error) = self.quota.give_back(&quota).await {
+                // The place comes back when the window ends.
+                tracing::warn!(%error, "could not give back a task's place");
+            }
+        }
+        Ok(outcome.record)
     }
 
     pub fn tools(&self) -> &TaskTools {
@@ -170,17 +215,28 @@ impl Tasks {
         }
         match tool.support {
             TaskSupport::Required => Err(missing_tasks_capability()),
-            TaskSupport::Optional => Self::run_inline(tool, ctx, arguments).await,
+            TaskSupport::Optional => self.run_inline(tool, ctx, arguments).await,
         }
     }
 
-    /// A client without the tasks extension: the same function, here and now.
-    async fn run_inline(tool: &TaskTool, ctx: CallContext, arguments: Value) -> Result<CallToolResponse, ErrorData> {
+    /// A client without the tasks extension: the same function, here and
+    /// now, within the inline limit (under the request function's timeout:
+    /// a run that would outlast it must run as a task).
+    async fn run_inline(&self, tool: &TaskTool, ctx: CallContext, arguments: Value) -> Result<CallToolResponse, ErrorData> {
         let (run, _status, _cancel) = TaskRun::new(None, ctx, Map::new(), None);
-        match (tool.run)(arguments, run).await? {
-            TaskStep::Complete(result) => Ok(result.into()),
-            // Input mid-run needs tasks/update, which this client cannot send.
-            TaskStep::NeedInput { .. } => Err(missing_tasks_capability()),
+        let limit = self.policy.inline_limit;
+        match tokio::time::timeout(limit, (tool.run)(arguments, run)).await {
+            Ok(step) => match step? {
+                TaskStep::Complete(result) => Ok(result.into()),
+                // Input mid-run needs tasks/update, which this client cannot send.
+                TaskStep::NeedInput { .. } => Err(missing_tasks_capability()),
+            },
+            Err(_) => {
+                tracing::info!(tool = tool.name(), "inline task run stopped at its limit");
+                let mut error = missing_tasks_capability();
+                error.message = format!("This call takes longer than {} s; call it as a task (the tasks extension).", limit.as_secs()).into();
+                Err(error)
+            }
         }
     }
 
@@ -198,8 +254,14 @@ impl Tasks {
         if !declares_tasks(ctx) {
             return Err(missing_tasks_capability());
         }
-        if self.tools.get(tool).is_none() {
+        let Some(task_tool) = self.tools.get(tool) else {
             return Err(ErrorData::internal_error(format!("no task tool named {tool}"), None));
+        };
+        // Stored is what the tool reads: properties its schema does not
+        // name would only be kept, and paid for, on every write.
+        let arguments = task_tool.declared_only(arguments);
+        if serde_json::to_vec(&arguments).map_or(usize::MAX, |bytes| bytes.len()) > MAX_ARGUMENT_BYTES {
+            return Err(ErrorData::invalid_params(format!("the arguments are too large for a task (over {MAX_ARGUMENT_BYTES} bytes)"), None));
         }
         let now_ms = self.clock.now_ms();
         let record = TaskRecord {
@@ -224,18 +286,21 @@ impl Tasks {
             expires_at: now_ms / 1_000 + self.policy.ttl.as_secs(),
             version: 1,
             attempts: 0,
+            unfinished_runs: 0,
             lease: None,
             runnable_since_ms: Some(now_ms),
         };
         if record.encoded_len() > MAX_RECORD_BYTES {
             return Err(ErrorData::invalid_params("the arguments are too large for a task", None));
         }
-        let quota = QuotaKey::new(&record.owner, TASK_KIND.prefix, self.policy.ttl, now_ms / 1_000);
+        let quota = self.policy.quota_key(&record.owner, now_ms);
         if !self.quota.take(&quota, self.policy.max_per_owner).await.map_err(store_failed)? {
             return Ok(None);
         }
         let key = record.key();
         if let Err(error) = self.store.create(&key, &record).await {
+            // Given back only when the create is known not to have landed:
+            // the store's per-call id makes a retry of a landed one succeed.
             if let Err(error) = self.quota.give_back(&quota).await {
                 tracing::warn!(%error, "could not give back a task quota count");
             }
@@ -272,22 +337,41 @@ impl Tasks {
         Ok(HandleKey::new(&ctx.principal, &TASK_KIND, task_id))
     }
 
-    /// `tasks/get`.
+    /// `tasks/get`. A `working` task nobody works on is sent to a worker
+    /// again: one nobody started within the start deadline (a lost message
+    /// or a busy queue), or one whose worker's lease lapsed (it died). A
+    /// task whose runs keep ending unfinished is failed instead.
     pub async fn get(&self, ctx: &CallContext, task_id: &str) -> Result<GetTaskResult, ErrorData> {
         let key = self.key(ctx, task_id)?;
         let now_ms = self.clock.now_ms();
-        let deadline = self.policy.start_deadline.as_millis() as u64;
+        let policy = &self.policy;
+        let mut resend = false;
         let record = self.transition(&key, |record| {
-            let stalled = record.runnable_since_ms.is_some_and(|since| now_ms > since + deadline);
-            if record.is_terminal() || !stalled {
-                return Decision::Keep;
+            resend = false;
+            match stalled(record, policy, now_ms) {
+                Stall::No => Decision::Keep,
+                Stall::OutOfAttempts => {
+                    record.fail(rmcp::model::ErrorCode::INTERNAL_ERROR.0, &out_of_attempts(record.unfinished_runs));
+                    Decision::Write
+                }
+                Stall::Resend => {
+                    record.lease = None;
+                    record.runnable_since_ms = Some(now_ms);
+                    resend = true;
+                    Decision::Write
+                }
             }
-            record.fail(rmcp::model::ErrorCode::INTERNAL_ERROR.0, "No worker started the task in time.");
-            Decision::Write
         })
         .await
         .map_err(store_failed)?
         .ok_or_else(not_found)?;
+        if resend {
+            tracing::info!(task = %record.task_id, "task nobody works on: sent to a worker again");
+            if let Err(error) = self.queue.enqueue(&TaskMessage::for_key(&key)).await {
+                // Runnable still: a later poll sends it again.
+                tracing::error!(%error, "task queue send failed");
+            }
+        }
         Ok(record.get_result())
     }
 
@@ -298,8 +382,10 @@ impl Tasks {
         let key = self.key(ctx, &params.task_id)?;
         let now_ms = self.clock.now_ms();
         let mut resumed = false;
+        let mut refused = None;
         self.transition(&key, |record| {
             resumed = false;
+            refused = None;
             if record.status != TaskStatus::InputRequired {
                 return Decision::Keep;
             }
@@ -309,8 +395,12 @@ impl Tasks {
                 return Decision::Keep;
             }
             for k in answered {
-                record.input_requests.remove(&k);
+                let request = record.input_requests.remove(&k);
                 record.input_responses.insert(k.clone(), params.input_responses[&k].clone());
+                if let Err(reason) = check_response(request.as_ref(), &params.input_responses[&k]) {
+                    refused = Some(format!("Invalid input response {k}: {reason}"));
+                    return Decision::Keep;
+                }
             }
             if record.input_requests.is_empty() {
                 record.status = TaskStatus::Working;
@@ -323,6 +413,9 @@ impl Tasks {
         .await
         .map_err(store_failed)?
         .ok_or_else(not_found)?;
+        if let Some(reason) = refused {
+            return Err(ErrorData::invalid_params(reason, None));
+        }
         if resumed {
             self.dispatch(&key).await?;
         }
@@ -344,5 +437,55 @@ impl Tasks {
         .map_err(store_failed)?
         .ok_or_else(not_found)?;
         Ok(())
+    }
+}
+
+/// Arguments stored with a task at most (after properties the tool's schema
+/// does not name are dropped): a task's record is read and written many
+/// times, so what a caller may make it carry is kept small.
+pub const MAX_ARGUMENT_BYTES: usize = 16 * 1024;
+
+/// One answer to an input request, stored with the task, at most.
+pub const MAX_RESPONSE_BYTES: usize = 8 * 1024;
+
+enum Stall {
+    No,
+    Resend,
+    OutOfAttempts,
+}
+
+/// Whether a task is `working` with nobody working on it.
+fn stalled(record: &TaskRecord, policy: &TaskPolicy, now_ms: u64) -> Stall {
+    if record.status != TaskStatus::Working {
+        return Stall::No;
+    }
+    let waited_out = record.runnable_since_ms.is_some_and(|since| now_ms > since + policy.start_deadline.as_millis() as u64);
+    let lapsed = record.lease.as_ref().is_some_and(|lease| lease.until_ms <= now_ms);
+    if !waited_out && !lapsed {
+        return Stall::No;
+    }
+    if record.unfinished_runs >= policy.max_attempts {
+        return Stall::OutOfAttempts;
+    }
+    Stall::Resend
+}
+
+pub(crate) fn out_of_attempts(runs: u32) -> String {
+    format!("The task failed: its worker did not finish it after {runs} attempt(s).")
+}
+
+/// An answer to an input request the server sent: small, and, for an
+/// accepted form elicitation, content that matches the schema it asked for
+/// (the spec's SHOULD: the server sent the schema, the client filled it).
+fn check_response(request: Option<&Value>, response: &Value) -> Result<(), String> {
+    if serde_json::to_vec(response).map_or(usize::MAX, |bytes| bytes.len()) > MAX_RESPONSE_BYTES {
+        return Err(format!("over {MAX_RESPONSE_BYTES} bytes"));
+    }
+    let schema = request.and_then(|r| r.get("params")).and_then(|p| p.get("requestedSchema"));
+    match (schema, response.get("action").and_then(Value::as_str)) {
+        (Some(schema), Some("accept")) => {
+            crate::protocol::arguments::check_against(schema, response.get("content").unwrap_or(&Value::Null))
+        }
+        _ => Ok(()),
     }
 }

@@ -49,23 +49,31 @@ pub enum Decision {
 const MAX_ATTEMPTS: u32 = 6;
 const BACKOFF_START: Duration = Duration::from_millis(5);
 
+/// What [`transition`] left: the record as it now stands (`None` when the
+/// task is unknown or expired), and the same record again when this call's
+/// write is the one that ended the task (exactly one write does).
+pub struct Transition {
+    pub record: Option<TaskRecord>,
+    pub ended: Option<TaskRecord>,
+}
+
 /// Reads the record, lets `change` edit it, and writes it back if the
 /// version did not move; retried with jittered backoff (no sleep after the
-/// last attempt). Answers the record as it now stands, or `None` when the
-/// task is unknown or expired. A record that would outgrow the item limit
-/// is written as failed instead, so nothing is half-written.
+/// last attempt). A record that would outgrow the item limit is written as
+/// failed instead, so nothing is half-written.
 pub async fn transition(
     store: &dyn TaskStore,
     clock: &dyn Clock,
     key: &HandleKey,
     mut change: impl FnMut(&mut TaskRecord) -> Decision,
-) -> Result<Option<TaskRecord>, StoreError> {
+) -> Result<Transition, StoreError> {
     let mut backoff = Backoff::new(MAX_ATTEMPTS, BACKOFF_START);
     loop {
-        let Some(mut record) = store.get(key, clock.now()).await? else { return Ok(None) };
+        let Some(mut record) = store.get(key, clock.now()).await? else { return Ok(Transition { record: None, ended: None }) };
         let expected = record.version;
+        let was_terminal = record.is_terminal();
         if let Decision::Keep = change(&mut record) {
-            return Ok(Some(record));
+            return Ok(Transition { record: Some(record), ended: None });
         }
         record.version = expected + 1;
         record.updated_at_ms = clock.now_ms().max(record.updated_at_ms);
@@ -76,14 +84,16 @@ pub async fn transition(
             record.fail(rmcp::model::ErrorCode::INTERNAL_ERROR.0, &message);
         }
         match store.replace(key, expected, &record).await? {
-            Replaced::Done => return Ok(Some(record)),
+            Replaced::Done => {
+                let ended = (!was_terminal && record.is_terminal()).then(|| record.clone());
+                return Ok(Transition { record: Some(record), ended });
+            }
             Replaced::Conflict if backoff.retry().await => {}
             Replaced::Conflict => {
                 return Err(StoreError::Unavailable("task record kept changing under concurrent writers".into()));
             }
         }
     }
-
 }
 
 pub mod memory {

@@ -259,18 +259,60 @@ async fn foreign_expired_malformed_and_unknown_ids_get_one_answer() {
 }
 
 #[tokio::test]
-async fn a_task_whose_message_was_lost_fails_after_its_start_deadline() {
+async fn a_task_nobody_started_is_sent_again_after_its_start_deadline_and_never_failed_for_waiting() {
     let f = fixture();
     let alice = with_tasks("alice");
-    // The crash between the write and the send: the record exists, the
-    // message does not (it is dropped here).
-    let (id, _lost) = f.start(&alice, "wait", json!({"seconds": 0})).await;
+    // The message is lost (a crash between the write and the send), or
+    // waits in a busy queue: the record exists, no worker has started it.
+    let (id, waiting) = f.start(&alice, "wait", json!({"seconds": 0})).await;
     f.clock.advance(299);
     assert_eq!(f.get(&alice, &id).await["status"], "working");
+    assert!(f.queue.take().is_empty(), "nothing sent again before the deadline");
     f.clock.advance(2);
+    assert_eq!(f.get(&alice, &id).await["status"], "working", "not failed for waiting");
+    let again = f.queue.take();
+    assert_eq!(again.len(), 1, "sent to a worker again");
+    assert_eq!(f.get(&alice, &id).await["status"], "working");
+    assert!(f.queue.take().is_empty(), "once per deadline, not once per poll");
+    // The queued message finally reaches a worker: it runs the task.
+    assert_eq!(f.worker.process(&waiting).await, Disposition::Done);
+    assert_eq!(f.get(&alice, &id).await["status"], "completed");
+    assert_eq!(f.worker.process(&again[0]).await, Disposition::Done, "the second message finds it done");
+}
+
+/// A worker that dies mid-run (killed, or a panic that aborts the process)
+/// gives nothing up: its lease lapses, the next poll sends the task again,
+/// and after `max_attempts` unfinished runs the task is failed.
+#[tokio::test]
+async fn a_run_whose_worker_died_is_sent_again_when_its_lease_lapses_then_failed_after_its_attempts() {
+    let f = fixture();
+    let alice = with_tasks("alice");
+    let (id, mut message) = f.start(&alice, "wait", json!({"seconds": 3_600})).await;
+    for attempt in 1..=f.tasks.policy.max_attempts {
+        let run = tokio::spawn({
+            let (worker, message) = (f.worker.clone(), message.clone());
+            async move { worker.process(&message).await }
+        });
+        let key = crate::handles::HandleKey::new(&alice.principal, &super::record::TASK_KIND, &id);
+        while f.tasks.store.get(&key, f.clock.now()).await.unwrap().unwrap().attempts < attempt {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        run.abort();
+        let _ = run.await;
+        assert_eq!(f.get(&alice, &id).await["status"], "working", "attempt {attempt}: held until the lease lapses");
+        assert!(f.queue.take().is_empty());
+        f.clock.advance(f.tasks.policy.lease.as_secs() + 1);
+        if attempt == f.tasks.policy.max_attempts {
+            break;
+        }
+        assert_eq!(f.get(&alice, &id).await["status"], "working");
+        message = f.queue.take().pop().unwrap_or_else(|| panic!("attempt {attempt}: sent again once the lease lapsed"));
+    }
+    // The last run's lease lapsed: the next poll fails the task.
     let failed = f.get(&alice, &id).await;
-    assert_eq!(failed["status"], "failed");
-    assert_eq!(failed["error"]["code"], -32603);
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(failed["statusMessage"].as_str().unwrap().contains("after 3 attempt"), "{failed}");
+    assert_eq!(f.worker.process(&message).await, Disposition::Done, "nothing left to run");
 }
 
 #[tokio::test]
@@ -300,7 +342,7 @@ async fn outcomes_map_to_statuses_as_the_extension_says() {
     // A tool that reuses an answered key is a bug, reported as such.
     let (id, message) = f.start(&alice, "asks_again", json!({})).await;
     f.worker.process(&message).await;
-    f.tasks.update(&alice, &UpdateTaskParams::new(&id, serde_json::from_value(json!({"same": {"action": "accept"}})).unwrap()))
+    f.tasks.update(&alice, &UpdateTaskParams::new(&id, serde_json::from_value(json!({"same": {"action": "accept", "content": {}}})).unwrap()))
         .await
         .unwrap();
     f.worker.process(&f.queue.take()[0]).await;
@@ -358,7 +400,7 @@ async fn a_run_that_would_overrun_the_invocation_is_stopped_and_failed() {
     let f = fixture();
     let alice = with_tasks("alice");
     let (id, message) = f.start(&alice, "wait", json!({"seconds": 60})).await;
-    let deadline = tokio::time::Instant::now() + super::worker::DEADLINE_MARGIN + Duration::from_millis(200);
+    let deadline = tokio::time::Instant::now() + f.tasks.policy.deadline_margin + Duration::from_millis(200);
     let disposition = tokio::time::timeout(Duration::from_secs(5), f.worker.process_until(&message, Some(deadline))).await;
     assert_eq!(disposition.expect("stopped before the deadline"), Disposition::Done, "not redelivered to overrun again");
     let failed = f.get(&alice, &id).await;
@@ -385,4 +427,82 @@ async fn an_owner_over_its_task_quota_gets_a_tool_error_and_nothing_is_queued() 
     assert!(f.queue.take().is_empty(), "nothing was created or queued");
     assert_eq!(tasks.start(&alice, "wait", json!({"seconds": 1})).await.unwrap_err().code.0, -32602, "start() says so too");
     assert!(tasks.start(&with_tasks("bob"), "wait", json!({"seconds": 1})).await.is_ok(), "per owner");
+}
+
+/// The cap counts open tasks: a task gives its place back when it ends,
+/// so the refusal's advice (wait for one, or cancel one) works.
+#[tokio::test]
+async fn a_task_that_ends_gives_its_owners_place_back() {
+    let f = fixture();
+    let tasks = f.tasks.clone().with_policy(TaskPolicy { max_per_owner: 3, ..f.tasks.policy.clone() });
+    let worker = TaskWorker::new(tasks.clone());
+    let alice = with_tasks("alice");
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(tasks.start(&alice, "wait", json!({"seconds": 0})).await.unwrap().task.task_id);
+    }
+    let messages = f.queue.take();
+    assert!(tasks.start(&alice, "wait", json!({"seconds": 0})).await.is_err(), "three open");
+    for id in &ids {
+        tasks.cancel(&alice, id).await.unwrap();
+        tasks.cancel(&alice, id).await.unwrap();
+    }
+    for _ in 0..3 {
+        assert!(tasks.start(&alice, "wait", json!({"seconds": 0})).await.is_ok(), "each cancel gave one place back, once");
+    }
+    assert!(tasks.start(&alice, "wait", json!({"seconds": 0})).await.is_err(), "and no more than one each");
+    // Finishing gives a place back too, once, however often its message comes.
+    let running = f.queue.take();
+    assert_eq!(worker.process(&running[0]).await, Disposition::Done);
+    assert_eq!(worker.process(&running[0]).await, Disposition::Done);
+    assert_eq!(worker.process(&messages[0]).await, Disposition::Done, "a cancelled task's message");
+    assert!(tasks.start(&alice, "wait", json!({"seconds": 0})).await.is_ok());
+    assert!(tasks.start(&alice, "wait", json!({"seconds": 0})).await.is_err());
+}
+
+#[tokio::test]
+async fn an_inline_run_is_stopped_at_the_inline_limit_and_told_to_use_a_task() {
+    let f = fixture();
+    let tasks = f.tasks.clone().with_policy(TaskPolicy { inline_limit: Duration::from_millis(200), ..f.tasks.policy.clone() });
+    let started = std::time::Instant::now();
+    let refused = tasks.call("wait", caller("alice", json!({})), json!({"seconds": 60}).as_object().cloned()).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(30), "stopped, not run for a minute");
+    assert_eq!(refused.code.0, -32021, "{refused:?}");
+    assert!(refused.message.contains("as a task"), "{}", refused.message);
+    assert!(refused.data.unwrap()["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object());
+}
+
+#[tokio::test]
+async fn stored_arguments_keep_only_what_the_schema_names_and_are_capped() {
+    let f = fixture();
+    let alice = with_tasks("alice");
+    let (id, _) = f.start(&alice, "wait", json!({"seconds": 0, "unnamed": "x".repeat(300_000)})).await;
+    let key = crate::handles::HandleKey::new(&alice.principal, &super::record::TASK_KIND, &id);
+    let stored = f.tasks.store.get(&key, f.clock.now()).await.unwrap().unwrap();
+    assert_eq!(stored.arguments, json!({"seconds": 0}), "the unnamed property was not stored");
+    assert!(stored.encoded_len() < 2_000, "{}", stored.encoded_len());
+    let published = f.tasks.tools().get("wait").unwrap().tool.input_schema.clone();
+    assert_eq!(published["additionalProperties"], false, "and the published schema refuses it");
+    let error = f.tasks.start(&alice, "wait", json!({"seconds": "9".repeat(20_000)})).await.unwrap_err();
+    assert_eq!(error.code.0, -32602, "over the stored-arguments cap");
+}
+
+#[tokio::test]
+async fn answers_that_do_not_fit_the_requested_schema_are_refused_and_not_stored() {
+    let f = fixture();
+    let alice = with_tasks("alice");
+    let (id, message) = f.start(&alice, "two_questions", json!({})).await;
+    f.worker.process(&message).await;
+    let update = |responses: Value| UpdateTaskParams::new(&id, serde_json::from_value(responses).unwrap());
+    let wrong_type = update(json!({"a": {"action": "accept", "content": {"x": 5}}}));
+    assert_eq!(f.tasks.update(&alice, &wrong_type).await.unwrap_err().code.0, -32602);
+    let unrequested = update(json!({"a": {"action": "accept", "content": {"x": "ok", "extra": "y".repeat(2_000)}}}));
+    assert_eq!(f.tasks.update(&alice, &unrequested).await.unwrap_err().code.0, -32602);
+    let oversized = update(json!({"a": {"action": "decline", "note": "z".repeat(10_000)}}));
+    assert_eq!(f.tasks.update(&alice, &oversized).await.unwrap_err().code.0, -32602);
+    let parked = f.get(&alice, &id).await;
+    assert_eq!(parked["status"], "input_required", "nothing was recorded");
+    assert!(parked["inputRequests"]["a"].is_object());
+    f.tasks.update(&alice, &update(json!({"a": {"action": "accept", "content": {"x": "ok"}}}))).await.unwrap();
+    assert!(f.get(&alice, &id).await["inputRequests"]["a"].is_null(), "a fitting answer is taken");
 }

@@ -160,7 +160,13 @@ impl TaskTool {
         F: Fn(A, TaskRun) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<TaskStep, ErrorData>> + Send + 'static,
     {
-        let schema = schema_for_input::<A>().unwrap_or_else(|error| panic!("input schema of task tool {name}: {error}"));
+        let mut schema = schema_for_input::<A>().unwrap_or_else(|error| panic!("input schema of task tool {name}: {error}"));
+        // A task's arguments are stored with it: the schema says only the
+        // named properties are accepted, and the argument checker holds
+        // callers to it.
+        if schema.contains_key("properties") {
+            Arc::make_mut(&mut schema).entry("additionalProperties").or_insert(Value::Bool(false));
+        }
         let function = Arc::new(function);
         let run: TaskFn = Arc::new(move |arguments, run| {
             let function = function.clone();
@@ -180,6 +186,16 @@ impl TaskTool {
 
     pub fn name(&self) -> &str {
         &self.tool.name
+    }
+
+    /// `arguments` without the top-level properties the tool's published
+    /// schema does not name (serde would ignore them; stored, they would
+    /// only cost).
+    pub(crate) fn declared_only(&self, mut arguments: Value) -> Value {
+        if let (Value::Object(map), Some(Value::Object(declared))) = (&mut arguments, self.tool.input_schema.get("properties")) {
+            map.retain(|name, _| declared.contains_key(name));
+        }
+        arguments
     }
 }
 

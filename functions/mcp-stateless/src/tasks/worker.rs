@@ -2,11 +2,15 @@
 //! outcome written. What a queue does to it is designed for:
 //! - a message delivered twice: the second finds the task leased by the
 //!   first (or finished) and does nothing; only one outcome is written;
-//! - a worker that dies mid-run: its lease lapses, the message comes back
-//!   after the visibility timeout, and the next worker takes the task over;
-//! - a run that keeps failing (a panic, a store outage): the message is
-//!   left for redelivery until the queue moves it to the dead-letter queue,
-//!   whose handler ([`TaskWorker::dead_letter`]) ends the task `failed`;
+//! - a worker that dies mid-run (a crash, a panic that aborts the process):
+//!   its lease lapses, the next `tasks/get` sends the task again, and the
+//!   next worker takes it over; after `max_attempts` runs that ended
+//!   without an outcome the task is failed instead of run again;
+//! - a run that fails without dying (a store outage, a panic that unwinds):
+//!   the lease is given up and the message left for redelivery (the entry
+//!   point sets a short delay on it) until the queue moves it to the
+//!   dead-letter queue, whose handler ([`TaskWorker::dead_letter`]) ends
+//!   the task `failed` if no worker holds it;
 //! - a cancel: the task is already `cancelled` in the store; the heartbeat
 //!   sees it within one beat and signals the function, which is dropped if
 //!   it does not stop within [`CANCEL_GRACE`].
@@ -20,7 +24,7 @@ use tokio::{sync::mpsc, time::Instant};
 use super::{
     queue::TaskMessage,
     record::{Lease, TaskRecord},
-    service::Tasks,
+    service::{Tasks, out_of_attempts},
     store::Decision,
     tool::{TaskRun, TaskStep},
 };
@@ -34,8 +38,6 @@ use crate::{
 /// How long a cancelled function may take to return before it is dropped.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
-/// Time kept back before the invocation's deadline to store the outcome.
-pub const DEADLINE_MARGIN: Duration = Duration::from_secs(2);
 
 /// What to tell the queue about a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,17 +105,24 @@ impl TaskWorker {
         self.settle(&key, &holder, end).await
     }
 
-    /// Takes the lease on a runnable task. `None`: nothing to run here.
+    /// Takes the lease on a runnable task. `None`: nothing to run here. A
+    /// task whose earlier runs all ended unfinished is failed instead.
     async fn claim(&self, key: &HandleKey, holder: &str) -> Result<Option<TaskRecord>, StoreError> {
         let now_ms = self.tasks.clock.now_ms();
         let lease = self.tasks.policy.lease.as_millis() as u64;
+        let max_attempts = self.tasks.policy.max_attempts;
         let record = self.tasks.transition(key, |record| {
             let leased_elsewhere = record.lease.as_ref().is_some_and(|l| l.holder != holder && l.until_ms > now_ms);
             if record.status != TaskStatus::Working || leased_elsewhere {
                 return Decision::Keep;
             }
+            if record.unfinished_runs >= max_attempts {
+                record.fail(ErrorCode::INTERNAL_ERROR.0, &out_of_attempts(record.unfinished_runs));
+                return Decision::Write;
+            }
             record.lease = Some(Lease { holder: holder.to_owned(), until_ms: now_ms + lease });
             record.attempts += 1;
+            record.unfinished_runs += 1;
             record.runnable_since_ms = None;
             Decision::Write
         })
@@ -151,7 +160,7 @@ impl TaskWorker {
                 function.abort();
                 return RunEnd::Stopped;
             }
-            if deadline.is_some_and(|deadline| Instant::now() + DEADLINE_MARGIN >= deadline) {
+            if deadline.is_some_and(|deadline| Instant::now() + policy.deadline_margin >= deadline) {
                 function.abort();
                 return RunEnd::OutOfTime;
             }
@@ -220,11 +229,15 @@ impl TaskWorker {
 
     /// Gives the lease up so a retry need not wait for it to lapse.
     async fn release(&self, key: &HandleKey, holder: &str) {
+        let now_ms = self.tasks.clock.now_ms();
         let released = self.tasks.transition(key, |record| {
             if !holds(record, holder) {
                 return Decision::Keep;
             }
             record.lease = None;
+            // Runnable again: if its message does not come back, a poll
+            // after the start deadline sends it again.
+            record.runnable_since_ms = Some(now_ms);
             Decision::Write
         })
         .await;
@@ -234,12 +247,17 @@ impl TaskWorker {
     }
 
     /// A message the queue gave up on (`receives` deliveries): the task
-    /// ends `failed`, unless it already ended.
+    /// ends `failed`, unless it already ended, a worker holds it (a live
+    /// lease: it is running), or no worker ever started it. The queue only
+    /// takes messages the task queue redrove (its policy), and this check
+    /// keeps a message that names a healthy task from ending it anyway.
     pub async fn dead_letter(&self, message: &TaskMessage, receives: u32) -> Disposition {
-        let text = format!("The task failed: its worker did not finish it after {receives} attempt(s).");
+        let text = out_of_attempts(receives);
         let key = message.key();
+        let now_ms = self.tasks.clock.now_ms();
         let failed = self.tasks.transition(&key, |record| {
-            if record.is_terminal() {
+            let running = record.lease.as_ref().is_some_and(|lease| lease.until_ms > now_ms);
+            if record.is_terminal() || running || record.attempts == 0 {
                 return Decision::Keep;
             }
             record.fail(ErrorCode::INTERNAL_ERROR.0, &text);
@@ -276,6 +294,7 @@ fn object(value: impl serde::Serialize) -> JsonObject {
 /// The record after a run's step (tasks.md, "Task Execution Errors"): a
 /// result, `isError` or not, is `completed`; a JSON-RPC error is `failed`.
 fn apply(record: &mut TaskRecord, step: &Result<TaskStep, ErrorData>) {
+    record.unfinished_runs = 0;
     match step {
         Ok(TaskStep::Complete(result)) => {
             record.finish(TaskStatus::Completed, None);
