@@ -15,11 +15,11 @@ use e2e::{
     call_tool,
     emulator::{fresh_key, fresh_queues, fresh_table, scan, sdk, settings, start_fixtures_with, start_task_server_with, unique},
     fault_proxy::{Fault, FaultProxy, Service},
-    tasks::rpc,
+    tasks::{WorkerProcess, is_terminal, rpc, start_task, wait_for},
     text_of,
 };
 use mcp_aws::{AwsSettings, CallLimits};
-use mcp_stateless::clock::SystemClock;
+use mcp_stateless::{clock::SystemClock, tasks::TaskPolicy};
 use serde_json::{Value, json};
 
 /// The Lambda limits scaled down so the suite stays quick.
@@ -58,9 +58,13 @@ impl Rig {
 
     /// An SDK configuration that reaches the emulator through the proxy.
     async fn faulty_sdk(&self) -> aws_config::SdkConfig {
+        self.sdk_with(&FAST).await
+    }
+
+    async fn sdk_with(&self, limits: &CallLimits) -> aws_config::SdkConfig {
         // Set on the loader, an endpoint overrides AWS_ENDPOINT_URL (set on a
         // built SdkConfig, it would not).
-        mcp_aws::sdk_loader(&FAST).endpoint_url(&self.proxy.url).load().await
+        mcp_aws::sdk_loader(limits).endpoint_url(&self.proxy.url).load().await
     }
 
     /// A server instance of its own (its own key cache) behind the proxy.
@@ -68,7 +72,86 @@ impl Rig {
         let deps = mcp_aws::dependencies(&self.settings, Some(&self.faulty_sdk().await), Arc::new(SystemClock));
         start_fixtures_with(deps).await
     }
+
+    /// The task server behind the proxy, with at most `cap` open tasks per
+    /// owner, and a worker in a process of its own (straight to the
+    /// emulator: the faults are the request function's).
+    async fn task_server(&self, cap: u32) -> (SocketAddr, WorkerProcess) {
+        let queues = fresh_queues(&self.direct, 5, 3).await;
+        let settings = AwsSettings { task_queue_url: Some(queues.url.clone()), ..self.settings.clone() };
+        // The emulator's latency, not Lambda's: losing an answer must cost
+        // a retry, not a timeout.
+        let limits = CallLimits { attempt: Duration::from_secs(10), operation: Duration::from_secs(30), ..FAST };
+        let mut deps = mcp_aws::dependencies(&settings, Some(&self.sdk_with(&limits).await), Arc::new(SystemClock));
+        deps.tasks = deps.tasks.with_policy(TaskPolicy { max_per_owner: cap, ..TaskPolicy::from_env() });
+        let worker = WorkerProcess::start(env!("CARGO_BIN_EXE_fixture-worker"), &[
+            ("MCP_TABLE_NAME", settings.table_name.as_deref().unwrap()),
+            ("MCP_TASK_QUEUE_URL", &queues.url),
+            ("MCP_TASK_LEASE_SECONDS", "2"),
+        ]);
+        (start_task_server_with(deps).await, worker)
+    }
 }
+
+fn created(reply: &Value) -> bool {
+    reply["result"]["resultType"] == "task"
+}
+
+async fn create(addr: SocketAddr, seconds: u64) -> Value {
+    rpc(addr, "alice", "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": seconds, "label": "cap"}})).await
+}
+
+/// Issue 16, finding 6: the update lands, its answer is lost, the SDK's
+/// retry finds its own write; the task resumes with the user's answer.
+#[tokio::test]
+async fn a_task_update_whose_answer_was_lost_still_resumes_the_task() {
+    let rig = Rig::new().await;
+    let (addr, _worker) = rig.task_server(20).await;
+    let id = start_task(addr, "alice", "confirm_delete", json!({"filename": "notes.txt"})).await;
+    let parked = wait_for(addr, "alice", &id, Duration::from_secs(30), |r| r["status"] != "working").await;
+    assert_eq!(parked["status"], "input_required", "{parked}");
+    rig.proxy.set_on(Service::DynamoDb, "PutItem", Fault::LoseAnswer, 0);
+    let answer = json!({"taskId": id, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
+    let ack = rpc(addr, "alice", "tasks/update", answer).await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let done = wait_for(addr, "alice", &id, Duration::from_secs(60), is_terminal).await;
+    assert_eq!(done["result"]["content"][0]["text"], "Deleted notes.txt", "{done}");
+}
+
+/// Issue 16, finding 7: a lost answer on the create's record write still
+/// gives the client its task, and the task runs.
+#[tokio::test]
+async fn a_task_create_whose_answer_was_lost_still_creates_and_runs_it() {
+    let rig = Rig::new().await;
+    let (addr, _worker) = rig.task_server(20).await;
+    // The input's put passes; the record's lands and its answer is lost.
+    rig.proxy.set_on(Service::DynamoDb, "PutItem", Fault::LoseAnswer, 1);
+    let reply = create(addr, 0).await;
+    assert!(created(&reply), "{reply}");
+    let id = reply["result"]["taskId"].as_str().unwrap();
+    assert_eq!(wait_for(addr, "alice", id, Duration::from_secs(60), is_terminal).await["status"], "completed");
+}
+
+/// Issue 16, findings 7 and 10: a lost answer on the cap's counter counts
+/// (or gives back) once; a cancelled task gives its place back.
+#[tokio::test]
+async fn the_open_task_cap_counts_each_task_once_through_lost_answers() {
+    let rig = Rig::new().await;
+    let (addr, _worker) = rig.task_server(2).await;
+    rig.proxy.set_on(Service::DynamoDb, "UpdateItem", Fault::LoseAnswer, 0);
+    let first = create(addr, 60).await;
+    assert!(created(&first), "{first}");
+    let second = create(addr, 60).await;
+    assert!(created(&second), "the lost answer counted once: {second}");
+    assert!(!created(&create(addr, 60).await), "two open: the cap");
+    // Cancelling gives the place back, once, though its answer is lost.
+    rig.proxy.set_on(Service::DynamoDb, "UpdateItem", Fault::LoseAnswer, 0);
+    let cancel = rpc(addr, "alice", "tasks/cancel", json!({"taskId": first["result"]["taskId"]})).await;
+    assert_eq!(cancel["result"]["resultType"], "complete", "{cancel}");
+    assert!(created(&create(addr, 60).await), "the cancelled task's place came back");
+    assert!(!created(&create(addr, 60).await), "and only one place");
+}
+
 
 /// The reply to `call`, and how long it took; fails the test if it took
 /// longer than [`ANSWER_WITHIN`].
@@ -143,8 +226,13 @@ async fn a_compare_and_set_whose_answer_was_lost_is_not_applied_twice() {
 #[tokio::test]
 async fn a_slow_but_answering_dependency_is_waited_for() {
     let rig = Rig::new().await;
-    let addr = rig.server().await;
-    rig.proxy.set(Service::DynamoDb, Fault::Slow(FAST.attempt / 2));
+    // A delay far inside the limits, so a loaded machine's emulator (which
+    // answers in seconds then) cannot push it over: patience is what is
+    // tested here, not the bound.
+    let patient = CallLimits { attempt: Duration::from_secs(10), operation: Duration::from_secs(30), ..FAST };
+    let deps = mcp_aws::dependencies(&rig.settings, Some(&rig.sdk_with(&patient).await), Arc::new(SystemClock));
+    let addr = start_fixtures_with(deps).await;
+    rig.proxy.set(Service::DynamoDb, Fault::Slow(Duration::from_millis(300)));
     let list = text_of(&call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await);
     assert!(list.starts_with("lst_"), "{list}");
     assert_eq!(entries(addr, &list).await, json!([]));

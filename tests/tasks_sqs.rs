@@ -15,7 +15,7 @@ use mcp_stateless::{
     clock::{Clock, ManualClock, SystemClock},
     handles::HandleKey,
     tasks::{
-        TaskBackend,
+        TaskBackend, TaskPolicy,
         queue::{TaskMessage, TaskQueue},
         record::TASK_KIND,
         store::TaskStore,
@@ -181,30 +181,82 @@ async fn a_foreign_principal_and_an_expired_task_look_like_an_unknown_id() {
     assert_eq!(get_task(addr, PRINCIPAL, &id).await["error"], unknown["error"], "expired");
 }
 
-/// Accepts a message and sends nothing: the process died between writing
-/// the task and enqueueing it.
-struct CrashBeforeSend;
+/// Drops the first message (the process died between writing the task and
+/// enqueueing it) and sends the others.
+struct LoseFirstSend {
+    inner: mcp_aws::SqsTaskQueue,
+    lost: std::sync::atomic::AtomicBool,
+}
 
-impl TaskQueue for CrashBeforeSend {
-    fn enqueue<'a>(&'a self, _message: &'a TaskMessage) -> futures::future::BoxFuture<'a, Result<(), mcp_stateless::storage::StoreError>> {
-        Box::pin(async { Ok(()) })
+impl TaskQueue for LoseFirstSend {
+    fn enqueue<'a>(&'a self, message: &'a TaskMessage) -> futures::future::BoxFuture<'a, Result<(), mcp_stateless::storage::StoreError>> {
+        if !self.lost.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Box::pin(async { Ok(()) });
+        }
+        self.inner.enqueue(message)
     }
 }
 
 #[tokio::test]
-async fn a_crash_between_the_write_and_the_send_fails_the_task_instead_of_leaving_it_working() {
+async fn a_message_lost_between_the_write_and_the_send_is_sent_again_and_the_task_runs() {
     let stack = Stack::new(5, 3).await;
+    let _worker = stack.worker();
     let sdk = sdk().await;
-    let clock = ManualClock::at(SystemClock.now());
-    let mut deps = mcp_aws::dependencies(&stack.settings, Some(&sdk), Arc::new(clock.clone()));
+    let mut deps = mcp_aws::dependencies(&stack.settings, Some(&sdk), Arc::new(SystemClock));
     let store = Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), stack.settings.table_name.as_deref().unwrap()));
-    deps.tasks = TaskBackend::new(store, Arc::new(CrashBeforeSend), Arc::new(clock.clone()));
+    let queue = LoseFirstSend { inner: mcp_aws::SqsTaskQueue::new(aws_sdk_sqs::Client::new(&sdk), &stack.queues.url), lost: Default::default() };
+    let policy = TaskPolicy { start_deadline: Duration::from_secs(2), ..TaskPolicy::from_env() };
+    deps.tasks = TaskBackend::new(store, Arc::new(queue), Arc::new(SystemClock)).with_policy(policy);
     let addr = start_task_server_with(deps).await;
     let id = start_task(addr, PRINCIPAL, "slow_compute", json!({"seconds": 1, "label": "lost"})).await;
-    clock.advance(60);
-    assert_eq!(get_task(addr, PRINCIPAL, &id).await["result"]["status"], "working");
-    clock.advance(300);
-    let failed = get_task(addr, PRINCIPAL, &id).await["result"].clone();
+    // Polling past the start deadline sends it again; the worker runs it.
+    let done = wait_for(addr, PRINCIPAL, &id, Duration::from_secs(60), is_terminal).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(stack.record(&id).await.attempts, 1);
+}
+
+/// Issue 16, finding 8: a message put on the dead-letter queue by hand,
+/// naming a task a worker is running, does not end it.
+#[tokio::test]
+async fn a_dead_letter_naming_a_running_task_leaves_it_alone() {
+    let stack = Stack::new(5, 3).await;
+    let _worker = stack.worker();
+    let addr = start_task_server(&stack.settings, Arc::new(SystemClock)).await;
+    let id = start_task(addr, PRINCIPAL, "slow_compute", json!({"seconds": 4, "label": "healthy"})).await;
+    wait_for(addr, PRINCIPAL, &id, Duration::from_secs(20), running).await;
+    let forged = serde_json::to_string(&TaskMessage::for_key(&key(&id))).unwrap();
+    let sqs = aws_sdk_sqs::Client::new(&sdk().await);
+    sqs.send_message().queue_url(&stack.queues.dead_letter_url).message_body(forged).send().await.unwrap();
+    let done = wait_for(addr, PRINCIPAL, &id, Duration::from_secs(30), is_terminal).await;
+    assert_eq!(done["status"], "completed", "{done}");
+}
+
+/// Issue 16, finding 9: with `panic = "abort"` (the release profile) a
+/// panicking run ends the worker process; the task is still settled: its
+/// lease lapses, a poll sends it again, and after its attempts it fails.
+#[tokio::test]
+async fn a_run_that_aborts_its_worker_process_is_retried_then_failed() {
+    let stack = Stack::new(5, 10).await;
+    let mut worker = stack.worker();
+    let addr = start_task_server(&stack.settings, Arc::new(SystemClock)).await;
+    let id = start_task(addr, PRINCIPAL, "always_aborts", json!({})).await;
+    let started = std::time::Instant::now();
+    let mut restarts = 0;
+    let failed = loop {
+        let got = get_task(addr, PRINCIPAL, &id).await["result"].clone();
+        if is_terminal(&got) {
+            break got;
+        }
+        if worker.exited() {
+            // Lambda starts a new sandbox for the next event.
+            worker = stack.worker();
+            restarts += 1;
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "not settled: {got}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     assert_eq!(failed["status"], "failed", "{failed}");
-    assert_eq!(failed["statusMessage"], "No worker started the task in time.");
+    assert!(failed["statusMessage"].as_str().unwrap().contains("after 3 attempt(s)"), "{failed}");
+    assert!(restarts >= 2, "each run took its worker down ({restarts} restarts)");
+    assert_eq!(stack.record(&id).await.attempts, 3, "three runs, no more");
 }

@@ -47,7 +47,7 @@ async fn the_fixture_is_read_and_an_unknown_task_is_not_retried() {
     let (_tasks, worker, _, _) = created("slow_compute", json!({"seconds": 0})).await;
     let (event, _) = event(&event_body_of_fixture(), QUEUE_ARN);
     assert_eq!(event.records[0].attributes["ApproximateReceiveCount"], "1");
-    assert!(handle_sqs_event(&worker, event, Some(DEAD_LETTER_ARN), None).await.batch_item_failures.is_empty());
+    assert!(handle_sqs_event(&worker, event, Some(DEAD_LETTER_ARN), None, None).await.batch_item_failures.is_empty());
 }
 
 fn event_body_of_fixture() -> String {
@@ -60,7 +60,7 @@ fn event_body_of_fixture() -> String {
 async fn a_run_is_reported_done_and_the_answer_is_stored() {
     let (tasks, worker, id, message) = created("slow_compute", json!({"seconds": 0, "label": "event"})).await;
     let (event, _) = event(&message, QUEUE_ARN);
-    assert!(handle_sqs_event(&worker, event, Some(DEAD_LETTER_ARN), None).await.batch_item_failures.is_empty());
+    assert!(handle_sqs_event(&worker, event, Some(DEAD_LETTER_ARN), None, None).await.batch_item_failures.is_empty());
     let done = serde_json::to_value(tasks.get(&owner(), &id).await.unwrap()).unwrap();
     assert_eq!(done["status"], "completed");
 }
@@ -69,11 +69,11 @@ async fn a_run_is_reported_done_and_the_answer_is_stored() {
 async fn a_failed_run_is_reported_for_redelivery_and_a_dead_letter_fails_the_task() {
     let (tasks, worker, id, message) = created("always_panics", json!({})).await;
     let (event_, message_id) = event(&message, QUEUE_ARN);
-    let response = handle_sqs_event(&worker, event_, Some(DEAD_LETTER_ARN), None).await;
+    let response = handle_sqs_event(&worker, event_, Some(DEAD_LETTER_ARN), None, None).await;
     assert_eq!(response.batch_item_failures, vec![BatchItemFailure { item_identifier: message_id }]);
     assert_eq!(serde_json::to_value(&response).unwrap()["batchItemFailures"][0]["itemIdentifier"], "059f36b4-87a3-44ab-83d2-661975830a7d");
     let (dead, _) = event(&message, DEAD_LETTER_ARN);
-    assert!(handle_sqs_event(&worker, dead, Some(DEAD_LETTER_ARN), None).await.batch_item_failures.is_empty());
+    assert!(handle_sqs_event(&worker, dead, Some(DEAD_LETTER_ARN), None, None).await.batch_item_failures.is_empty());
     assert_eq!(serde_json::to_value(tasks.get(&owner(), &id).await.unwrap()).unwrap()["status"], "failed");
 }
 
@@ -81,5 +81,5 @@ async fn a_failed_run_is_reported_for_redelivery_and_a_dead_letter_fails_the_tas
 async fn an_unreadable_body_is_dropped_not_retried() {
     let (_tasks, worker, _, _) = created("slow_compute", json!({"seconds": 0})).await;
     let (event, _) = event("not json", QUEUE_ARN);
-    assert!(handle_sqs_event(&worker, event, Some(DEAD_LETTER_ARN), None).await.batch_item_failures.is_empty());
+    assert!(handle_sqs_event(&worker, event, Some(DEAD_LETTER_ARN), None, None).await.batch_item_failures.is_empty());
 }

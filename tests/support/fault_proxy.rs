@@ -66,12 +66,31 @@ pub enum Fault {
     LoseAnswer,
 }
 
+/// Where a fault applies: every request of a service, or only one of its
+/// operations (`PutItem`, `UpdateItem`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Target {
+    fault: Fault,
+    /// Matching requests that pass untouched before the fault starts.
+    passing: u32,
+    operation: Option<&'static str>,
+}
+
+/// One request that went through the proxy: its operation and the sizes
+/// of what went each way (for counting what DynamoDB would bill).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    pub operation: String,
+    pub request_bytes: usize,
+    pub response: Bytes,
+}
+
 #[derive(Default)]
 struct Faults {
-    /// The fault, and how many more requests pass untouched before it starts.
-    by_service: HashMap<Service, (Fault, u32)>,
+    by_service: HashMap<Service, Target>,
     /// Requests that reached the proxy, per service, faulted or not.
     seen: HashMap<Service, u32>,
+    calls: Vec<(Service, Call)>,
 }
 
 #[derive(Clone)]
@@ -112,7 +131,18 @@ impl FaultProxy {
     /// `fault` for `service` once `passing` more of its requests went through:
     /// to fail the second call of a sequence and not the first.
     pub fn set_after(&self, service: Service, fault: Fault, passing: u32) {
-        self.faults.lock().unwrap().by_service.insert(service, (fault, passing));
+        self.faults.lock().unwrap().by_service.insert(service, Target { fault, passing, operation: None });
+    }
+
+    /// `fault` for `service`'s `operation` only, once `passing` more of
+    /// that operation's requests went through.
+    pub fn set_on(&self, service: Service, operation: &'static str, fault: Fault, passing: u32) {
+        self.faults.lock().unwrap().by_service.insert(service, Target { fault, passing, operation: Some(operation) });
+    }
+
+    /// Every answered request of `service` so far, in order.
+    pub fn calls(&self, service: Service) -> Vec<Call> {
+        self.faults.lock().unwrap().calls.iter().filter(|(s, _)| *s == service).map(|(_, call)| call.clone()).collect()
     }
 
     pub fn clear(&self) {
@@ -141,25 +171,44 @@ async fn handle(
     upstream: SocketAddr,
     faults: Arc<Mutex<Faults>>,
 ) -> Result<http::Response<Full<Bytes>>, Dropped> {
-    let service = request.headers().get("x-amz-target").and_then(|v| v.to_str().ok()).and_then(Service::of);
+    let target = request.headers().get("x-amz-target").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let service = Service::of(&target);
+    let operation = target.rsplit('.').next().unwrap_or_default().to_owned();
     let fault = service.and_then(|service| {
         let mut faults = faults.lock().unwrap();
         *faults.seen.entry(service).or_default() += 1;
         match faults.by_service.get_mut(&service) {
-            Some((_, passing)) if *passing > 0 => {
-                *passing -= 1;
+            Some(t) if t.operation.is_some_and(|o| o != operation) => None,
+            Some(t) if t.passing > 0 => {
+                t.passing -= 1;
                 None
             }
-            Some((Fault::LoseAnswer, _)) => {
+            Some(Target { fault: Fault::LoseAnswer, .. }) => {
                 faults.by_service.remove(&service);
                 Some(Fault::LoseAnswer)
             }
-            Some((fault, _)) => Some(*fault),
+            Some(t) => Some(t.fault),
             None => None,
         }
     });
     let (parts, body) = request.into_parts();
     let body = body.collect().await.map_err(|_| Dropped)?.to_bytes();
+    let request_bytes = body.len();
+    let answered = answer(fault, service, parts, body, upstream).await;
+    if let (Ok(response), Some(service)) = (&answered, service) {
+        let call = Call { operation, request_bytes, response: response.body().clone().collect().await.map(|b| b.to_bytes()).unwrap_or_default() };
+        faults.lock().unwrap().calls.push((service, call));
+    }
+    answered
+}
+
+async fn answer(
+    fault: Option<Fault>,
+    service: Option<Service>,
+    parts: http::request::Parts,
+    body: Bytes,
+    upstream: SocketAddr,
+) -> Result<http::Response<Full<Bytes>>, Dropped> {
     match (fault, service) {
         (Some(Fault::Throttling), Some(service)) => Ok(error_response(400, service.throttling())),
         (Some(Fault::ServerError), _) => Ok(error_response(500, "InternalFailure")),

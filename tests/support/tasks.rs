@@ -25,9 +25,18 @@ async fn always_panics(_: Nothing, _run: TaskRun) -> Result<TaskStep, ErrorData>
     panic!("always_panics panicked, as it always does")
 }
 
-/// The conformance fixtures' task tools plus one that always fails its run.
+/// What a panic does in the release build (`panic = "abort"`): the
+/// process ends at once, with no chance to settle anything.
+async fn always_aborts(_: Nothing, _run: TaskRun) -> Result<TaskStep, ErrorData> {
+    std::process::abort()
+}
+
+/// The conformance fixtures' task tools plus two whose every run fails:
+/// one panics (unwinding, as in a debug build), one aborts the process.
 pub fn task_fixtures() -> TaskTools {
-    everything::task_tools().with(TaskTool::new("always_panics", "Panics in every run", TaskSupport::Required, always_panics))
+    everything::task_tools()
+        .with(TaskTool::new("always_panics", "Panics in every run", TaskSupport::Required, always_panics))
+        .with(TaskTool::new("always_aborts", "Aborts the process in every run", TaskSupport::Required, always_aborts))
 }
 
 /// Sends `method` with `params` as `principal`, declaring the tasks extension.
@@ -74,6 +83,11 @@ impl WorkerProcess {
         let mut command = Command::new(binary);
         command.envs(env.iter().copied()).env("MCP_LOG_LEVEL", "warn").stdout(Stdio::null()).stderr(Stdio::inherit());
         Self(command.spawn().expect("the fixture worker starts"))
+    }
+
+    /// Whether the process has ended (crashed, aborted, killed).
+    pub fn exited(&mut self) -> bool {
+        self.0.try_wait().ok().flatten().is_some()
     }
 
     /// SIGKILL: no chance to clean up, as when Lambda ends a sandbox.

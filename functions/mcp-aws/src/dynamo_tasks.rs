@@ -2,10 +2,13 @@
 //! scheme (`handle#tsk#<sha256(owner, task id)>`). The record is one JSON
 //! string attribute beside the attributes conditions need (`owner`,
 //! `version`, `expires_at`, the TTL attribute) and `status` for operators.
+//! The task's input is an item of its own (`<record key>#input`), written
+//! once: the record, written on every change, stays small.
 //!
-//! Round trips: create 1 (conditional put), read 1 (consistent get), every
-//! change 2 (consistent get + put conditioned on the version), one more only
-//! when a read finds the task expired, to delete it.
+//! Round trips: create 2 (conditional puts: input, record), read 1
+//! (consistent get), every change 2 (consistent get + put conditioned on the
+//! version), one more only when a read finds the task expired, to delete
+//! it; a run reads the input once.
 //!
 //! Every put carries a random per-call id (`last_op`) and its condition
 //! also accepts an item that already carries it: when the SDK retries a put
@@ -20,7 +23,7 @@ use mcp_stateless::{
     handles::HandleKey,
     storage::StoreError,
     tasks::{
-        record::TaskRecord,
+        record::{TaskInput, TaskRecord},
         store::{Replaced, TaskStore},
     },
 };
@@ -28,6 +31,29 @@ use mcp_stateless::{
 use crate::dynamo_handles::{DynamoStore, LAST_OP, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, operation_id, s};
 
 const RECORD: &str = "task";
+const INPUT: &str = "input";
+
+fn input_key(key: &HandleKey) -> String {
+    format!("{}#input", key.partition_key)
+}
+
+fn json_attribute<'a>(item: &'a crate::dynamo_handles::Item, name: &str) -> Result<&'a str, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::S(json)) => Ok(json),
+        _ => Err(StoreError::Corrupt(format!("task {name} missing"))),
+    }
+}
+
+/// A put that only creates, or finds its own earlier attempt (`:op`).
+const CREATE_ONLY: &str = "attribute_not_exists(pk) OR #last_op = :op";
+
+fn created<R: std::fmt::Debug>(result: Result<(), aws_sdk_dynamodb::error::SdkError<aws_sdk_dynamodb::operation::put_item::PutItemError, R>>) -> Result<(), StoreError> {
+    match result {
+        Ok(()) => Ok(()),
+        // Task ids are 128 random bits: a clash is not a real case.
+        Err(error) => condition_failed(error, |_| None).and_then(|_| Err(StoreError::Unavailable("a task with this id exists".into()))),
+    }
+}
 
 fn status_name(record: &TaskRecord) -> String {
     serde_json::to_value(record.status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
@@ -55,15 +81,35 @@ impl DynamoStore {
 }
 
 impl TaskStore for DynamoStore {
-    fn create<'a>(&'a self, key: &'a HandleKey, record: &'a TaskRecord) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn create<'a>(&'a self, key: &'a HandleKey, record: &'a TaskRecord, input: &'a TaskInput) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let result = self.put_task(key, record)?.condition_expression("attribute_not_exists(pk) OR #last_op = :op").send().await;
-            match result {
-                Ok(_) => Ok(()),
-                // Task ids are 128 random bits: a clash is not a real case.
-                Err(error) => condition_failed(error, |_| None)
-                    .and_then(|_| Err(StoreError::Unavailable("a task with this id exists".into()))),
-            }
+            let json = serde_json::to_string(input).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let op = operation_id();
+            // The input first: a record is never there without its input (a
+            // create that stops in between leaves an input its TTL removes).
+            let put_input = self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .item(PARTITION_KEY, s(&input_key(key)))
+                .item("owner", s(&record.owner))
+                .item("kind", s(key.kind))
+                .item(TTL_ATTRIBUTE, n(record.expires_at))
+                .item(INPUT, AttributeValue::S(json))
+                .item(LAST_OP, s(&op))
+                .condition_expression(CREATE_ONLY)
+                .expression_attribute_names("#last_op", LAST_OP)
+                .expression_attribute_values(":op", s(&op));
+            created(put_input.send().await.map(|_| ()))?;
+            created(self.put_task(key, record)?.condition_expression(CREATE_ONLY).send().await.map(|_| ()))
+        })
+    }
+
+    fn input<'a>(&'a self, key: &'a HandleKey) -> BoxFuture<'a, Result<Option<TaskInput>, StoreError>> {
+        Box::pin(async move {
+            let input_key = HandleKey { partition_key: input_key(key), owner: key.owner.clone(), kind: key.kind };
+            let Some(item) = self.owned_item(&input_key).await? else { return Ok(None) };
+            serde_json::from_str(json_attribute(&item, INPUT)?).map(Some).map_err(|e| StoreError::Corrupt(e.to_string()))
         })
     }
 
@@ -72,10 +118,7 @@ impl TaskStore for DynamoStore {
             let Some(item) = self.owned_item(key).await? else {
                 return Ok(None);
             };
-            let Some(AttributeValue::S(json)) = item.get(RECORD) else {
-                return Err(StoreError::Corrupt("task record missing".into()));
-            };
-            let record: TaskRecord = serde_json::from_str(json).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let record: TaskRecord = serde_json::from_str(json_attribute(&item, RECORD)?).map_err(|e| StoreError::Corrupt(e.to_string()))?;
             // DynamoDB's TTL deletes lazily, up to days late.
             if record.expires_at <= now {
                 self.delete_expired(key, now).await?;

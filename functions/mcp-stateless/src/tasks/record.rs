@@ -1,5 +1,9 @@
-//! One task as stored: everything any instance needs to answer `tasks/*`
-//! for it and everything a worker needs to run it, in one item.
+//! One task as stored, in two parts: the [`TaskRecord`], small and written
+//! on every change (status, lease, progress, the outcome once), and the
+//! [`TaskInput`] it was created with (caller, tool, arguments, declared
+//! capabilities), written once and read once per run. Kept apart, a
+//! heartbeat or a lease renewal rewrites a few hundred bytes, not the
+//! arguments too (DynamoDB bills a write by the size of the whole item).
 //!
 //! The status only moves forward (tasks.md, "Task Status"): `working` and
 //! `input_required` alternate, and the first terminal status written wins.
@@ -13,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::{
-    handles::{HandleKey, HandleKind},
+    handles::HandleKind,
     protocol::context::{CallContext, Principal},
 };
 
@@ -43,16 +47,40 @@ pub struct Lease {
     pub until_ms: u64,
 }
 
+/// What a task was created with: written once, before its record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskRecord {
-    pub task_id: String,
-    /// [`Principal::binding_id`] of the caller that created it.
-    pub owner: String,
+pub struct TaskInput {
     pub principal: Principal,
     pub tool: String,
     pub arguments: Value,
     pub protocol_version: String,
     pub client_capabilities: Map<String, Value>,
+}
+
+impl TaskInput {
+    /// The context the tool sees when it runs: the creating request's.
+    pub fn call_context(&self) -> CallContext {
+        CallContext {
+            protocol_version: self.protocol_version.clone(),
+            client_capabilities: self.client_capabilities.clone(),
+            client_info: None,
+            traceparent: None,
+            principal: self.principal.clone(),
+        }
+    }
+
+    pub fn encoded_len(&self) -> usize {
+        serde_json::to_vec(self).map_or(usize::MAX, |bytes| bytes.len())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub task_id: String,
+    /// [`Principal::binding_id`] of the caller that created it.
+    pub owner: String,
+    /// The task tool's name (its input holds the rest).
+    pub tool: String,
     pub status: TaskStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_message: Option<String>,
@@ -94,21 +122,6 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
-    /// The context the tool sees when it runs: the creating request's.
-    pub fn call_context(&self) -> CallContext {
-        CallContext {
-            protocol_version: self.protocol_version.clone(),
-            client_capabilities: self.client_capabilities.clone(),
-            client_info: None,
-            traceparent: None,
-            principal: self.principal.clone(),
-        }
-    }
-
-    pub fn key(&self) -> HandleKey {
-        HandleKey::new(&self.principal, &TASK_KIND, &self.task_id)
-    }
-
     pub fn is_terminal(&self) -> bool {
         self.status.is_terminal()
     }

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use super::{
     queue::{TaskMessage, TaskQueue},
-    record::{MAX_RECORD_BYTES, TASK_KIND, TaskRecord},
+    record::{TASK_KIND, TaskInput, TaskRecord},
     store::{Decision, TaskStore, transition},
     timings::TaskTimings,
     tool::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools},
@@ -259,19 +259,21 @@ impl Tasks {
         };
         // Stored is what the tool reads: properties its schema does not
         // name would only be kept, and paid for, on every write.
-        let arguments = task_tool.declared_only(arguments);
-        if serde_json::to_vec(&arguments).map_or(usize::MAX, |bytes| bytes.len()) > MAX_ARGUMENT_BYTES {
-            return Err(ErrorData::invalid_params(format!("the arguments are too large for a task (over {MAX_ARGUMENT_BYTES} bytes)"), None));
+        let input = TaskInput {
+            principal: ctx.principal.clone(),
+            tool: tool.to_owned(),
+            arguments: task_tool.declared_only(arguments),
+            protocol_version: ctx.protocol_version.clone(),
+            client_capabilities: ctx.client_capabilities.clone(),
+        };
+        if input.encoded_len() > MAX_INPUT_BYTES {
+            return Err(ErrorData::invalid_params(format!("the arguments are too large for a task (over {MAX_INPUT_BYTES} bytes)"), None));
         }
         let now_ms = self.clock.now_ms();
         let record = TaskRecord {
             task_id: TASK_KIND.mint(),
             owner: ctx.principal.binding_id(),
-            principal: ctx.principal.clone(),
             tool: tool.to_owned(),
-            arguments,
-            protocol_version: ctx.protocol_version.clone(),
-            client_capabilities: ctx.client_capabilities.clone(),
             status: TaskStatus::Working,
             status_message: None,
             result: None,
@@ -290,15 +292,12 @@ impl Tasks {
             lease: None,
             runnable_since_ms: Some(now_ms),
         };
-        if record.encoded_len() > MAX_RECORD_BYTES {
-            return Err(ErrorData::invalid_params("the arguments are too large for a task", None));
-        }
         let quota = self.policy.quota_key(&record.owner, now_ms);
         if !self.quota.take(&quota, self.policy.max_per_owner).await.map_err(store_failed)? {
             return Ok(None);
         }
-        let key = record.key();
-        if let Err(error) = self.store.create(&key, &record).await {
+        let key = HandleKey::new(&ctx.principal, &TASK_KIND, &record.task_id);
+        if let Err(error) = self.store.create(&key, &record, &input).await {
             // Given back only when the create is known not to have landed:
             // the store's per-call id makes a retry of a landed one succeed.
             if let Err(error) = self.quota.give_back(&quota).await {
@@ -440,10 +439,10 @@ impl Tasks {
     }
 }
 
-/// Arguments stored with a task at most (after properties the tool's schema
-/// does not name are dropped): a task's record is read and written many
-/// times, so what a caller may make it carry is kept small.
-pub const MAX_ARGUMENT_BYTES: usize = 16 * 1024;
+/// A task's stored input at most (arguments, after properties the tool's
+/// schema does not name are dropped, and the declared capabilities): what
+/// a caller may make the server store is kept small.
+pub const MAX_INPUT_BYTES: usize = 16 * 1024;
 
 /// One answer to an input request, stored with the task, at most.
 pub const MAX_RESPONSE_BYTES: usize = 8 * 1024;

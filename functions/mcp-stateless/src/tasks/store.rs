@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use super::record::{MAX_RECORD_BYTES, TaskRecord};
+use super::record::{MAX_RECORD_BYTES, TaskInput, TaskRecord};
 use crate::{
     clock::Clock,
     handles::HandleKey,
@@ -23,8 +23,12 @@ pub enum Replaced {
 /// The port. Reads are strongly consistent: a `CreateTaskResult` is sent
 /// only once `tasks/get` for it resolves (tasks.md, "Task Creation").
 pub trait TaskStore: Send + Sync {
-    /// Writes a new record; never overwrites.
-    fn create<'a>(&'a self, key: &'a HandleKey, record: &'a TaskRecord) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Writes a new task, its input first; never overwrites.
+    fn create<'a>(&'a self, key: &'a HandleKey, record: &'a TaskRecord, input: &'a TaskInput) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// The owner's task input. Read after the record (which answers for
+    /// expiry), by the worker, once per run.
+    fn input<'a>(&'a self, key: &'a HandleKey) -> BoxFuture<'a, Result<Option<TaskInput>, StoreError>>;
 
     /// The owner's live record. An expired one is deleted and reported
     /// missing: expired, unknown and somebody else's look the same.
@@ -105,12 +109,26 @@ pub mod memory {
     #[derive(Default)]
     pub struct InMemoryTaskStore {
         items: LockedMap<TaskRecord>,
+        inputs: LockedMap<(String, TaskInput)>,
     }
 
     impl TaskStore for InMemoryTaskStore {
-        fn create<'a>(&'a self, key: &'a HandleKey, record: &'a TaskRecord) -> BoxFuture<'a, Result<(), StoreError>> {
-            let outcome = self.items.with(|items| {
-                items.entry(key.partition_key.clone()).or_insert_with(|| record.clone());
+        fn create<'a>(&'a self, key: &'a HandleKey, record: &'a TaskRecord, input: &'a TaskInput) -> BoxFuture<'a, Result<(), StoreError>> {
+            let outcome = self.inputs.with(|inputs| {
+                inputs.entry(key.partition_key.clone()).or_insert_with(|| (key.owner.clone(), input.clone()));
+            });
+            let outcome = outcome.and_then(|()| {
+                self.items.with(|items| {
+                    items.entry(key.partition_key.clone()).or_insert_with(|| record.clone());
+                })
+            });
+            Box::pin(async move { outcome })
+        }
+
+        fn input<'a>(&'a self, key: &'a HandleKey) -> BoxFuture<'a, Result<Option<TaskInput>, StoreError>> {
+            let outcome = self.inputs.with(|inputs| match inputs.get(&key.partition_key) {
+                Some((owner, input)) if *owner == key.owner => Some(input.clone()),
+                _ => None,
             });
             Box::pin(async move { outcome })
         }

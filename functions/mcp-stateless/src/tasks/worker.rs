@@ -88,21 +88,30 @@ impl TaskWorker {
                 return Disposition::Retry;
             }
         };
-        let Some(tool) = self.tasks.tools.get(&record.tool).cloned() else {
-            // A deployment whose worker lacks a tool its server has.
-            let message = format!("This worker has no task tool named {}.", record.tool);
-            return self.settle(&key, &holder, RunEnd::Step(Err(ErrorData::internal_error(message, None)))).await;
+        let input = match self.tasks.store.input(&key).await {
+            Ok(Some(input)) => input,
+            Ok(None) => {
+                let error = ErrorData::internal_error("The task's input is missing.", None);
+                return self.settle(&key, &holder, &Map::new(), RunEnd::Step(Err(error))).await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "could not read a task's input");
+                self.release(&key, &holder).await;
+                return Disposition::Retry;
+            }
         };
-        let (run, status, cancel) = TaskRun::new(
-            Some(record.task_id.clone()),
-            record.call_context(),
-            record.input_responses.clone(),
-            record.continuation.clone(),
-        );
-        tracing::info!(task = %record.task_id, tool = %record.tool, attempt = record.attempts, "task run started");
-        let function = tokio::spawn((tool.run)(record.arguments.clone(), run));
+        let Some(tool) = self.tasks.tools.get(&input.tool).cloned() else {
+            // A deployment whose worker lacks a tool its server has.
+            let message = format!("This worker has no task tool named {}.", input.tool);
+            let error = ErrorData::internal_error(message, None);
+            return self.settle(&key, &holder, &input.client_capabilities, RunEnd::Step(Err(error))).await;
+        };
+        let (run, status, cancel) =
+            TaskRun::new(Some(record.task_id.clone()), input.call_context(), record.input_responses.clone(), record.continuation.clone());
+        tracing::info!(task = %record.task_id, tool = %input.tool, attempt = record.attempts, "task run started");
+        let function = tokio::spawn((tool.run)(input.arguments.clone(), run));
         let end = self.watch(&key, &holder, function, status, cancel, deadline).await;
-        self.settle(&key, &holder, end).await
+        self.settle(&key, &holder, &input.client_capabilities, end).await
     }
 
     /// Takes the lease on a runnable task. `None`: nothing to run here. A
@@ -203,7 +212,9 @@ impl TaskWorker {
     }
 
     /// Writes the run's outcome, if this worker still holds the task.
-    async fn settle(&self, key: &HandleKey, holder: &str, end: RunEnd) -> Disposition {
+    /// `capabilities`: what the creating client declared (input it cannot
+    /// give fails the task).
+    async fn settle(&self, key: &HandleKey, holder: &str, capabilities: &Map<String, Value>, end: RunEnd) -> Disposition {
         let step = match end {
             RunEnd::Step(step) => step,
             RunEnd::OutOfTime => {
@@ -221,7 +232,7 @@ impl TaskWorker {
             if record.is_terminal() || !holds(record, holder) {
                 return Decision::Keep;
             }
-            apply(record, &step);
+            apply(record, capabilities, &step);
             Decision::Write
         });
         done_or_retry(written.await, "could not store a task's outcome")
@@ -293,14 +304,14 @@ fn object(value: impl serde::Serialize) -> JsonObject {
 
 /// The record after a run's step (tasks.md, "Task Execution Errors"): a
 /// result, `isError` or not, is `completed`; a JSON-RPC error is `failed`.
-fn apply(record: &mut TaskRecord, step: &Result<TaskStep, ErrorData>) {
+fn apply(record: &mut TaskRecord, capabilities: &Map<String, Value>, step: &Result<TaskStep, ErrorData>) {
     record.unfinished_runs = 0;
     match step {
         Ok(TaskStep::Complete(result)) => {
             record.finish(TaskStatus::Completed, None);
             record.result = Some(object(result));
         }
-        Ok(TaskStep::NeedInput { requests, continuation }) => park(record, requests, continuation),
+        Ok(TaskStep::NeedInput { requests, continuation }) => park(record, capabilities, requests, continuation),
         Err(error) => {
             record.finish(TaskStatus::Failed, Some(error.message.to_string()));
             record.error = Some(object(error));
@@ -308,14 +319,14 @@ fn apply(record: &mut TaskRecord, step: &Result<TaskStep, ErrorData>) {
     }
 }
 
-fn park(record: &mut TaskRecord, requests: &BTreeMap<String, InputRequest>, continuation: &Value) {
+fn park(record: &mut TaskRecord, capabilities: &Map<String, Value>, requests: &BTreeMap<String, InputRequest>, continuation: &Value) {
     let requests: Map<String, Value> = object(requests);
     if requests.is_empty() || requests.keys().any(|key| record.input_responses.contains_key(key)) {
         // A tool bug: keys are never reused over a task's life.
         record.fail(ErrorCode::INTERNAL_ERROR.0, "The task asked for input under a key it had used before.");
         return;
     }
-    if let Some(required) = missing_capabilities(&record.client_capabilities, &requests) {
+    if let Some(required) = missing_capabilities(capabilities, &requests) {
         let error = ErrorData::new(
             ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
             "Missing required client capability",
