@@ -237,6 +237,7 @@ async fn progress_is_streamed_before_the_result() {
     call["params"]["_meta"]["progressToken"] = json!("p-1");
     let reply = post(addr, &call).await;
     assert_eq!(reply.headers["content-type"], "text/event-stream");
+    assert_eq!(reply.headers[http::header::CACHE_CONTROL], "no-store", "a stream is not stored either");
     let text = std::str::from_utf8(&reply.body).unwrap();
     let messages: Vec<Value> =
         text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok()).collect();

@@ -95,9 +95,16 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let (mut response, counts) = metrics::scope(self.respond(request, &mut log)).await;
         log.finish(self.policy.mode, response.status(), started.elapsed(), &counts);
         // Answers carry handles, sealed state and per-caller data: nothing
-        // between client and server may keep them. (MCP's own caching
-        // hints, ttlMs and cacheScope, are in the result for the client.)
-        response.headers_mut().entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
+        // between client and server may keep them, streamed ones included
+        // (rmcp marks its event streams `no-cache`, which still lets a cache
+        // store them). Only a lifetime the edge gave on purpose (the public
+        // metadata's `max-age`) stays. MCP's own caching hints, ttlMs and
+        // cacheScope, are in the result for the client.
+        let headers = response.headers_mut();
+        let public = headers.get(header::CACHE_CONTROL).is_some_and(|value| value.as_bytes().starts_with(b"max-age"));
+        if !public {
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        }
         response
     }
 

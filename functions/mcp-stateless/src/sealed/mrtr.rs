@@ -196,6 +196,48 @@ pub fn read_elicitation(reply: Option<&Value>) -> ElicitationReply<'_> {
     }
 }
 
+/// The answer under `key` to a form elicitation the previous round sent
+/// with `requested_schema` (keep the schema in one function both rounds
+/// call), checked against that schema first: the client fills the form,
+/// so what comes back is checked as any input is (client/elicitation:
+/// servers SHOULD validate). An answer that does not fit is -32602 naming
+/// the rule it broke, never echoing the value.
+pub fn checked_reply<'a>(
+    responses: &'a Option<InputResponses>,
+    key: &str,
+    requested_schema: &Value,
+) -> Result<ElicitationReply<'a>, ErrorData> {
+    let reply = responses.as_ref().and_then(|r| r.get(key));
+    if let Some(reply) = reply {
+        check_content(Some(requested_schema), reply)
+            .map_err(|reason| ErrorData::invalid_params(format!("Invalid input response {key}: {reason}"), None))?;
+    }
+    Ok(read_elicitation(reply))
+}
+
+/// The largest answer to one input request a server keeps.
+pub const MAX_ANSWER_BYTES: usize = 8 * 1024;
+
+/// `response` (an input response) against `request`, the input request it
+/// answers (as JSON, the way a task stores it).
+pub fn check_answer(request: &Value, response: &Value) -> Result<(), String> {
+    check_content(request.get("params").and_then(|p| p.get("requestedSchema")), response)
+}
+
+/// Small, and for an accepted form elicitation, content that matches the
+/// schema asked for, with nothing the form did not ask.
+fn check_content(requested_schema: Option<&Value>, response: &Value) -> Result<(), String> {
+    if serde_json::to_vec(response).map_or(usize::MAX, |bytes| bytes.len()) > MAX_ANSWER_BYTES {
+        return Err(format!("over {MAX_ANSWER_BYTES} bytes"));
+    }
+    match (requested_schema, response.get("action").and_then(Value::as_str)) {
+        (Some(schema), Some("accept")) => {
+            crate::protocol::arguments::check_against(schema, response.get("content").unwrap_or(&Value::Null))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// A form-mode elicitation asking `message`, with a flat `requestedSchema`.
 pub fn form_request(message: &str, requested_schema: Value) -> Result<InputRequest, ErrorData> {
     let requested_schema = serde_json::from_value(requested_schema)

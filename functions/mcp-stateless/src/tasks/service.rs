@@ -27,6 +27,7 @@ use crate::{
     handles::HandleKey,
     protocol::context::CallContext,
     quota::{CreationQuota, InMemoryQuota, QuotaKey},
+    sealed::mrtr::check_answer,
     storage::StoreError,
 };
 
@@ -396,7 +397,7 @@ impl Tasks {
             for k in answered {
                 let request = record.input_requests.remove(&k);
                 record.input_responses.insert(k.clone(), params.input_responses[&k].clone());
-                if let Err(reason) = check_response(request.as_ref(), &params.input_responses[&k]) {
+                if let Err(reason) = check_answer(request.as_ref().unwrap_or(&Value::Null), &params.input_responses[&k]) {
                     refused = Some(format!("Invalid input response {k}: {reason}"));
                     return Decision::Keep;
                 }
@@ -444,9 +445,6 @@ impl Tasks {
 /// a caller may make the server store is kept small.
 pub const MAX_INPUT_BYTES: usize = 16 * 1024;
 
-/// One answer to an input request, stored with the task, at most.
-pub const MAX_RESPONSE_BYTES: usize = 8 * 1024;
-
 enum Stall {
     No,
     Resend,
@@ -471,20 +469,4 @@ fn stalled(record: &TaskRecord, policy: &TaskPolicy, now_ms: u64) -> Stall {
 
 pub(crate) fn out_of_attempts(runs: u32) -> String {
     format!("The task failed: its worker did not finish it after {runs} attempt(s).")
-}
-
-/// An answer to an input request the server sent: small, and, for an
-/// accepted form elicitation, content that matches the schema it asked for
-/// (the spec's SHOULD: the server sent the schema, the client filled it).
-fn check_response(request: Option<&Value>, response: &Value) -> Result<(), String> {
-    if serde_json::to_vec(response).map_or(usize::MAX, |bytes| bytes.len()) > MAX_RESPONSE_BYTES {
-        return Err(format!("over {MAX_RESPONSE_BYTES} bytes"));
-    }
-    let schema = request.and_then(|r| r.get("params")).and_then(|p| p.get("requestedSchema"));
-    match (schema, response.get("action").and_then(Value::as_str)) {
-        (Some(schema), Some("accept")) => {
-            crate::protocol::arguments::check_against(schema, response.get("content").unwrap_or(&Value::Null))
-        }
-        _ => Ok(()),
-    }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use mcp_stateless::{
     CallContext, Change, HandleKind, StateScope,
     handles::access::HandleFailure,
-    sealed::mrtr::{ElicitationReply, ask_one, elicitation_reply, form_request, require_form_elicitation},
+    sealed::mrtr::{ElicitationReply, ask_one, checked_reply, form_request, require_form_elicitation},
 };
 use rmcp::{
     ErrorData, Json,
@@ -79,6 +79,11 @@ pub struct BasketView {
 #[derive(Debug, Serialize, Deserialize)]
 struct Confirming {
     version: u64,
+}
+
+/// The confirmation form, asked in one round and checked in the next.
+fn confirm_schema() -> Value {
+    json!({"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Place the order"}}, "required": ["confirm"]})
 }
 
 fn lines(data: &Value) -> Vec<Line> {
@@ -176,17 +181,17 @@ impl StarterServer {
             if count == 0 {
                 return Ok(text("The basket is empty: add items before checking out.").into());
             }
-            let question = form_request(
-                &format!("Place the order for {count} line(s)? The basket is deleted afterwards."),
-                json!({"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Place the order"}}, "required": ["confirm"]}),
-            )?;
+            let question = form_request(&format!("Place the order for {count} line(s)? The basket is deleted afterwards."), confirm_schema())?;
             // What the user is shown is what gets ordered: the delete below
             // only happens at this version of the basket.
             let state = self.request_states.seal(&ctx, scope, &Confirming { version: record.version }).await?;
             return Ok(ask_one("confirm", question, state).into());
         };
+        // Checked before the single-use state is spent: an answer that does
+        // not fit can be sent again, fixed.
+        let reply = checked_reply(&responses, "confirm", &confirm_schema())?;
         let Confirming { version } = self.request_states.open_once(&ctx, scope, &token).await?;
-        let confirmed = match elicitation_reply(&responses, "confirm") {
+        let confirmed = match reply {
             ElicitationReply::Accepted(content) => content.get("confirm").and_then(Value::as_bool) == Some(true),
             ElicitationReply::Declined | ElicitationReply::Cancelled => false,
             ElicitationReply::Missing => {

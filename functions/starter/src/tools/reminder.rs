@@ -5,7 +5,7 @@
 
 use mcp_stateless::{
     CallContext, StateScope,
-    sealed::mrtr::{ElicitationReply, ask_one, elicitation_reply, form_request, require_form_elicitation},
+    sealed::mrtr::{ElicitationReply, ask_one, checked_reply, form_request, require_form_elicitation},
 };
 use rmcp::{
     ErrorData,
@@ -25,6 +25,16 @@ const MAX_WHAT_CHARS: usize = 500;
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Draft {
     what: Option<String>,
+}
+
+/// The forms asked, one function each: the round that asks and the round
+/// that checks the answer use the same schema.
+fn what_schema() -> Value {
+    json!({"type": "object", "properties": {"what": {"type": "string", "minLength": 1}}, "required": ["what"]})
+}
+
+fn when_schema() -> Value {
+    json!({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}}, "required": ["when"]})
 }
 
 fn done(message: &str) -> CallToolResponse {
@@ -51,15 +61,12 @@ impl StarterServer {
             // Round 1: ask what.
             (None, false) => {
                 require_form_elicitation(&ctx)?;
-                let ask = form_request(
-                    "What should I remind you about?",
-                    json!({"type": "object", "properties": {"what": {"type": "string", "minLength": 1}}, "required": ["what"]}),
-                )?;
+                let ask = form_request("What should I remind you about?", what_schema())?;
                 let state = self.request_states.seal(&ctx, scope, &Draft::default()).await?;
                 Ok(ask_one("what", ask, state).into())
             }
             // Round 2: record what, ask when, under a fresh state.
-            (None, true) => match elicitation_reply(&responses, "what") {
+            (None, true) => match checked_reply(&responses, "what", &what_schema())? {
                 ElicitationReply::Accepted(content) => {
                     let what = content.get("what").and_then(Value::as_str).unwrap_or_default().trim().to_owned();
                     if what.is_empty() {
@@ -71,10 +78,7 @@ impl StarterServer {
                         let message = format!("Keep the reminder under {MAX_WHAT_CHARS} characters; call plan_reminder again.");
                         return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
                     }
-                    let ask = form_request(
-                        &format!("When should I remind you to {what}?"),
-                        json!({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}}, "required": ["when"]}),
-                    )?;
+                    let ask = form_request(&format!("When should I remind you to {what}?"), when_schema())?;
                     let state = self.request_states.seal(&ctx, scope, &Draft { what: Some(what) }).await?;
                     Ok(ask_one("when", ask, state).into())
                 }
@@ -82,7 +86,7 @@ impl StarterServer {
                 ElicitationReply::Declined | ElicitationReply::Cancelled => Ok(done("No reminder was set.")),
             },
             // Round 3: done.
-            (Some(what), _) => match elicitation_reply(&responses, "when") {
+            (Some(what), _) => match checked_reply(&responses, "when", &when_schema())? {
                 ElicitationReply::Accepted(content) => {
                     let when = content.get("when").and_then(Value::as_str).unwrap_or("soon");
                     Ok(done(&format!("Reminder set: {what}, at {when}.")))
@@ -128,6 +132,22 @@ mod tests {
         let reply = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round1["result"]["requestState"], "what", what)).await;
         assert_eq!(reply["result"]["isError"], true, "{reply}");
         assert_eq!(text_of(&reply), "Keep the reminder under 500 characters; call plan_reminder again.");
+    }
+
+    /// Issue 16, finding 11: an answer that does not fit the form it
+    /// answers (not a date-time, a field the form did not ask) is refused.
+    #[tokio::test]
+    async fn an_answer_that_does_not_fit_the_form_is_refused() {
+        let addr = serve().await;
+        let round1 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), json!({})).await;
+        let what = json!({"action": "accept", "content": {"what": "call mum"}});
+        let round2 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round1["result"]["requestState"], "what", what)).await;
+        for when in [json!({"when": "NOT-A-DATE-TIME"}), json!({"when": "2026-12-01T09:00:00Z", "extra": "x".repeat(2_000)})] {
+            let reply = answer(&round2["result"]["requestState"], "when", json!({"action": "accept", "content": when}));
+            let refused = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), reply).await;
+            assert_eq!(refused["error"]["code"], -32602, "{refused}");
+            assert!(refused["error"]["message"].as_str().unwrap().starts_with("Invalid input response when"), "{refused}");
+        }
     }
 
     #[tokio::test]
