@@ -76,12 +76,12 @@ struct Target {
     operation: Option<&'static str>,
 }
 
-/// One request that went through the proxy: its operation and the sizes
-/// of what went each way (for counting what DynamoDB would bill).
+/// One answered request that went through the proxy: its operation and
+/// what went each way (for counting what DynamoDB would bill).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call {
     pub operation: String,
-    pub request_bytes: usize,
+    pub request: Bytes,
     pub response: Bytes,
 }
 
@@ -193,10 +193,10 @@ async fn handle(
     });
     let (parts, body) = request.into_parts();
     let body = body.collect().await.map_err(|_| Dropped)?.to_bytes();
-    let request_bytes = body.len();
-    let answered = answer(fault, service, parts, body, upstream).await;
+    let answered = answer(fault, service, parts, body.clone(), upstream).await;
     if let (Ok(response), Some(service)) = (&answered, service) {
-        let call = Call { operation, request_bytes, response: response.body().clone().collect().await.map(|b| b.to_bytes()).unwrap_or_default() };
+        let response = response.body().clone().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        let call = Call { operation, request: body, response };
         faults.lock().unwrap().calls.push((service, call));
     }
     answered
