@@ -32,7 +32,7 @@ OPTIONAL = {
     "MCP_AWS_OPERATION_TIMEOUT_MS",
 }
 # Read only by the worker function.
-WORKER_ONLY = {"MCP_TASK_DEAD_LETTER_QUEUE_ARN", "MCP_TASK_QUEUE_ARN"}
+WORKER_ONLY = {"MCP_TASK_DEAD_LETTER_QUEUE_ARN"}
 # Where the code derives the task timings; the template's worker timeouts
 # and visibility factor must be the ones it assumes.
 TIMINGS = ROOT / "functions" / "mcp-stateless" / "src" / "tasks" / "timings.rs"
@@ -193,7 +193,6 @@ def test_both_functions_get_the_timings_the_tasks_are_derived_from(cfn):
         assert variables["MCP_TASK_MAX_ATTEMPTS"] == {"Ref": "TaskMaxAttempts"}, name
     worker = function(template, "TaskWorkerFunction")["Environment"]["Variables"]
     assert WORKER_ONLY <= set(worker)
-    assert worker["MCP_TASK_QUEUE_ARN"] == {"Fn::GetAtt": ["TaskQueue", "Arn"]}
     assert not WORKER_ONLY & set(function(template, "McpFunction")["Environment"]["Variables"])
 
 

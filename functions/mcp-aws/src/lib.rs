@@ -25,7 +25,7 @@ use mcp_stateless::{
     sealed::redemption::{InMemoryLedger, RedemptionLedger},
     sealed::request_state::{EnvelopeSealer, InProcessKey, RequestStateSealer},
     tasks::{
-        TaskBackend, TaskPolicy, TaskTools, TaskWorker,
+        TaskBackend, TaskPolicy, TaskTools, TaskWorker, timings,
         store::{TaskStore, memory::InMemoryTaskStore},
     },
 };
@@ -158,9 +158,8 @@ pub async fn run_worker(tools: TaskTools) -> Result<(), StartError> {
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table));
     let queue = Arc::new(SqsTaskQueue::new(sqs.clone(), queue_url));
-    // The outcome's write must fit before the invocation's deadline: keep
-    // back two bounded calls (a read and a put).
-    let policy = TaskPolicy { deadline_margin: limits.operation * 2, ..TaskPolicy::from_env() };
+    // The outcome's write must fit before the invocation's deadline.
+    let policy = TaskPolicy { deadline_margin: timings::deadline_margin(limits.operation), ..TaskPolicy::from_env() };
     let backend = TaskBackend::new(store.clone(), queue, Arc::new(SystemClock)).with_policy(policy).with_quota(store);
     let worker = TaskWorker::new(backend.with_tools(tools));
     match mode {

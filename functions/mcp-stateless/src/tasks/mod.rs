@@ -8,6 +8,8 @@
 //! - [`record`]: the stored task and its wire shapes;
 //! - [`store`], [`queue`]: the ports, with in-memory implementations;
 //! - [`backend`]: store, queue and policy, joined to a function's tools;
+//! - [`timings`]: lifetime, lease, start deadline and retries, derived from
+//!   the worker timeout and attempts in one place;
 //! - [`service`]: `Tasks`, the request side;
 //! - [`worker`]: `TaskWorker`, the worker side.
 

@@ -79,7 +79,7 @@ impl TaskPolicy {
             max_per_owner: 20,
             max_attempts: timings.max_attempts,
             inline_limit: Duration::from_secs(20),
-            deadline_margin: Duration::from_secs(10),
+            deadline_margin: super::timings::deadline_margin(Duration::from_secs(5)),
         }
     }
 

@@ -33,6 +33,16 @@ pub const START_DEADLINE: Duration = Duration::from_secs(300);
 /// The lifetime a task gets when the recovery bound is shorter.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(3_600);
 
+/// Bounded AWS calls a worker keeps time for before its invocation's
+/// deadline: reading the record and writing the outcome.
+pub const DEADLINE_MARGIN_CALLS: u32 = 2;
+
+/// The time kept back before a worker invocation's deadline, for AWS calls
+/// each bounded by `operation_timeout`.
+pub fn deadline_margin(operation_timeout: Duration) -> Duration {
+    operation_timeout * DEADLINE_MARGIN_CALLS
+}
+
 /// How long a failed run's message waits before it is delivered again
 /// (set by the worker on the message, instead of the visibility timeout).
 pub fn retry_delay(receives: u32) -> Duration {
@@ -100,6 +110,17 @@ mod tests {
                 assert!(timings.visibility_timeout() <= Duration::from_secs(43_200), "{label}: SQS's maximum");
             }
         }
+    }
+
+    /// Issue 16, finding 15: the outcome's write must fit before the
+    /// invocation ends, so the margin covers whole bounded calls (5 s each
+    /// as deployed) and still leaves most of the shortest run.
+    #[test]
+    fn the_deadline_margin_fits_the_outcome_write_in_every_deployment() {
+        let deployed_call = Duration::from_secs(5);
+        let margin = deadline_margin(deployed_call);
+        assert!(margin >= deployed_call * 2, "{margin:?}");
+        assert!(margin * 4 <= Duration::from_secs(WORKER_TIMEOUTS[0]), "{margin:?}");
     }
 
     #[test]
