@@ -87,7 +87,7 @@ impl Rig {
         let worker = WorkerProcess::start(env!("CARGO_BIN_EXE_fixture-worker"), &[
             ("MCP_TABLE_NAME", settings.table_name.as_deref().unwrap()),
             ("MCP_TASK_QUEUE_URL", &queues.url),
-            ("MCP_TASK_LEASE_SECONDS", "2"),
+            ("MCP_TASK_LEASE_SECONDS", "20"),
         ]);
         (start_task_server_with(deps).await, worker)
     }

@@ -44,12 +44,23 @@ impl Stack {
         Self { settings, queues }
     }
 
+    /// A worker with a 2 s lease, so a dead worker's task is taken over soon.
     fn worker(&self) -> WorkerProcess {
+        self.worker_with_lease("2")
+    }
+
+    /// A lease no heartbeat on a loaded machine misses: for tests where a
+    /// lapse would be a failure, not the point.
+    fn steady_worker(&self) -> WorkerProcess {
+        self.worker_with_lease("20")
+    }
+
+    fn worker_with_lease(&self, seconds: &str) -> WorkerProcess {
         WorkerProcess::start(env!("CARGO_BIN_EXE_fixture-worker"), &[
             ("MCP_TABLE_NAME", self.settings.table_name.as_deref().unwrap()),
             ("MCP_TASK_QUEUE_URL", &self.queues.url),
             ("MCP_TASK_DEAD_LETTER_QUEUE_URL", &self.queues.dead_letter_url),
-            ("MCP_TASK_LEASE_SECONDS", "2"),
+            ("MCP_TASK_LEASE_SECONDS", seconds),
         ])
     }
 
@@ -200,7 +211,7 @@ impl TaskQueue for LoseFirstSend {
 #[tokio::test]
 async fn a_message_lost_between_the_write_and_the_send_is_sent_again_and_the_task_runs() {
     let stack = Stack::new(5, 3).await;
-    let _worker = stack.worker();
+    let _worker = stack.steady_worker();
     let sdk = sdk().await;
     let mut deps = mcp_aws::dependencies(&stack.settings, Some(&sdk), Arc::new(SystemClock));
     let store = Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), stack.settings.table_name.as_deref().unwrap()));
@@ -220,7 +231,7 @@ async fn a_message_lost_between_the_write_and_the_send_is_sent_again_and_the_tas
 #[tokio::test]
 async fn a_dead_letter_naming_a_running_task_leaves_it_alone() {
     let stack = Stack::new(5, 3).await;
-    let _worker = stack.worker();
+    let _worker = stack.steady_worker();
     let addr = start_task_server(&stack.settings, Arc::new(SystemClock)).await;
     let id = start_task(addr, PRINCIPAL, "slow_compute", json!({"seconds": 4, "label": "healthy"})).await;
     wait_for(addr, PRINCIPAL, &id, Duration::from_secs(20), running).await;

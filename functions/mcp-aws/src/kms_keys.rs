@@ -301,7 +301,10 @@ impl<V: Clone> RecentKeys<V> {
         if added.elapsed() < self.max_age {
             return Some(value.clone());
         }
+        // From the order too: a stale place there would later evict the
+        // key's fresh entry early.
         self.keys.remove(encrypted);
+        self.order.retain(|k| k.as_slice() != encrypted);
         None
     }
 
@@ -325,12 +328,11 @@ impl<V: Clone> RecentKeys<V> {
 struct DecryptBudget {
     minute_started: Instant,
     spent: u32,
-    /// Per caller this minute; cleared when the minute turns, and bounded:
-    /// past [`MAX_CALLERS_TRACKED`] new callers wait for the next minute.
+    /// Per caller this minute; cleared when the minute turns. A caller is
+    /// added only by a Decrypt it was allowed, so this holds at most the
+    /// minute's budget in all.
     by_caller: HashMap<String, u32>,
 }
-
-const MAX_CALLERS_TRACKED: usize = 4_096;
 
 impl DecryptBudget {
     fn new() -> Self {
@@ -342,8 +344,7 @@ impl DecryptBudget {
             *self = Self::new();
         }
         let caller_spent = self.by_caller.get(caller).copied().unwrap_or(0);
-        let untracked = caller_spent == 0 && self.by_caller.len() >= MAX_CALLERS_TRACKED;
-        if self.spent >= per_minute || caller_spent >= per_caller || untracked {
+        if self.spent >= per_minute || caller_spent >= per_caller {
             return false;
         }
         self.spent += 1;

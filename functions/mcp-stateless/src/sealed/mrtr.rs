@@ -218,14 +218,23 @@ pub fn checked_reply<'a>(
 /// The largest answer to one input request a server keeps.
 pub const MAX_ANSWER_BYTES: usize = 8 * 1024;
 
-/// `response` (an input response) against `request`, the input request it
-/// answers (as JSON, the way a task stores it).
-pub fn check_answer(request: &Value, response: &Value) -> Result<(), String> {
-    check_content(request.get("params").and_then(|p| p.get("requestedSchema")), response)
+/// `response` (an input response) checked against `request`, the input
+/// request it answers (as JSON, the way a task stores it), and kept as the
+/// form asked: properties of an accepted form's content that the
+/// `requestedSchema` does not name are dropped (a form's answer holds
+/// only what the form asked, and what is kept is stored).
+pub fn answer_as_asked(request: &Value, mut response: Value) -> Result<Value, String> {
+    let schema = request.get("params").and_then(|p| p.get("requestedSchema"));
+    check_content(schema, &response)?;
+    let named = schema.and_then(|s| s.get("properties")).and_then(Value::as_object);
+    if let (Some(named), Some(Value::Object(content))) = (named, response.get_mut("content")) {
+        content.retain(|name, _| named.contains_key(name));
+    }
+    Ok(response)
 }
 
 /// Small, and for an accepted form elicitation, content that matches the
-/// schema asked for, with nothing the form did not ask.
+/// schema asked for.
 fn check_content(requested_schema: Option<&Value>, response: &Value) -> Result<(), String> {
     if serde_json::to_vec(response).map_or(usize::MAX, |bytes| bytes.len()) > MAX_ANSWER_BYTES {
         return Err(format!("over {MAX_ANSWER_BYTES} bytes"));

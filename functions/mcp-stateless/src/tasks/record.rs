@@ -103,6 +103,12 @@ pub struct TaskRecord {
     pub poll_interval_ms: u64,
     /// Epoch seconds: `created + ttl`, never extended; the table's TTL.
     pub expires_at: u64,
+    /// The owner's counter this task took a place in
+    /// ([`crate::quota::QuotaKey`]'s partition key), given back when it
+    /// ends: kept here so whichever function ends it gives back to the
+    /// same counter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_key: Option<String>,
     pub version: u64,
     /// Worker runs started, including the current one.
     #[serde(default)]

@@ -27,7 +27,7 @@ use crate::{
     handles::HandleKey,
     protocol::context::CallContext,
     quota::{CreationQuota, InMemoryQuota, QuotaKey},
-    sealed::mrtr::check_answer,
+    sealed::mrtr::answer_as_asked,
     storage::StoreError,
 };
 
@@ -100,7 +100,8 @@ impl TaskPolicy {
         if let Some(deadline) = seconds("MCP_TASK_START_DEADLINE_SECONDS") {
             timings.start_deadline = deadline;
         }
-        timings.ttl = timings.ttl.max(seconds("MCP_TASK_TTL_SECONDS").unwrap_or_default());
+        let requested = seconds("MCP_TASK_TTL_SECONDS").unwrap_or_default();
+        timings.ttl = timings.ttl.max(timings.recovery_bound()).max(requested);
         let defaults = Self::from_timings(&timings);
         Self {
             max_per_owner: number("MCP_TASK_MAX_PER_OWNER").map_or(defaults.max_per_owner, |n| n.min(u64::from(u32::MAX)) as u32),
@@ -170,8 +171,8 @@ impl Tasks {
         change: impl FnMut(&mut TaskRecord) -> Decision,
     ) -> Result<Option<TaskRecord>, StoreError> {
         let outcome = transition(&*self.store, &*self.clock, key, change).await?;
-        if let Some(ended) = outcome.ended.as_ref() {
-            let quota = self.policy.quota_key(&ended.owner, ended.created_at_ms);
+        if let Some(partition_key) = outcome.ended.and_then(|ended| ended.quota_key) {
+            let quota = QuotaKey { partition_key, expires_at: 0 };
             if let Err(error) = self.quota.give_back(&quota).await {
                 // The place comes back when the window ends.
                 tracing::warn!(%error, "could not give back a task's place");
@@ -287,6 +288,7 @@ impl Tasks {
             ttl_ms: self.policy.ttl.as_millis() as u64,
             poll_interval_ms: self.policy.poll_interval.as_millis() as u64,
             expires_at: now_ms / 1_000 + self.policy.ttl.as_secs(),
+            quota_key: None,
             version: 1,
             attempts: 0,
             unfinished_runs: 0,
@@ -297,22 +299,26 @@ impl Tasks {
         if !self.quota.take(&quota, self.policy.max_per_owner).await.map_err(store_failed)? {
             return Ok(None);
         }
+        let record = TaskRecord { quota_key: Some(quota.partition_key.clone()), ..record };
         let key = HandleKey::new(&ctx.principal, &TASK_KIND, &record.task_id);
         if let Err(error) = self.store.create(&key, &record, &input).await {
-            // Given back only when the create is known not to have landed:
-            // the store's per-call id makes a retry of a landed one succeed.
+            // The store's per-call id makes a retry of a landed write
+            // succeed, so an error here almost always means nothing landed;
+            // if a record did land unseen, it is never sent to a worker and
+            // simply expires.
             if let Err(error) = self.quota.give_back(&quota).await {
                 tracing::warn!(%error, "could not give back a task quota count");
             }
             return Err(store_failed(error));
         }
-        self.dispatch(&key).await?;
+        self.dispatch_new(&key).await?;
         Ok(Some(record.create_result()))
     }
 
-    /// Enqueues a runnable task; if that fails, the task is failed now
-    /// rather than left `working` with no worker coming.
-    async fn dispatch(&self, key: &HandleKey) -> Result<(), ErrorData> {
+    /// Enqueues a task just created; if that fails, the task is failed now
+    /// (and the call answers -32603) rather than left `working` for a
+    /// client that was told it does not exist.
+    async fn dispatch_new(&self, key: &HandleKey) -> Result<(), ErrorData> {
         let Err(error) = self.queue.enqueue(&TaskMessage::for_key(key)).await else { return Ok(()) };
         tracing::error!(%error, "task queue send failed");
         let failed = self.transition(key, |record| {
@@ -324,7 +330,7 @@ impl Tasks {
         })
         .await;
         if let Err(error) = failed {
-            // Left runnable: tasks/get fails it once its start deadline passes.
+            // Left runnable: tasks/get sends it once its start deadline passes.
             tracing::error!(%error, "could not mark an unscheduled task failed");
         }
         Err(ErrorData::internal_error("the task could not be scheduled", None))
@@ -395,12 +401,14 @@ impl Tasks {
                 return Decision::Keep;
             }
             for k in answered {
-                let request = record.input_requests.remove(&k);
-                record.input_responses.insert(k.clone(), params.input_responses[&k].clone());
-                if let Err(reason) = check_answer(request.as_ref().unwrap_or(&Value::Null), &params.input_responses[&k]) {
-                    refused = Some(format!("Invalid input response {k}: {reason}"));
-                    return Decision::Keep;
-                }
+                let request = record.input_requests.remove(&k).unwrap_or_default();
+                match answer_as_asked(&request, params.input_responses[&k].clone()) {
+                    Ok(answer) => record.input_responses.insert(k, answer),
+                    Err(reason) => {
+                        refused = Some(format!("Invalid input response {k}: {reason}"));
+                        return Decision::Keep;
+                    }
+                };
             }
             if record.input_requests.is_empty() {
                 record.status = TaskStatus::Working;
@@ -416,8 +424,10 @@ impl Tasks {
         if let Some(reason) = refused {
             return Err(ErrorData::invalid_params(reason, None));
         }
-        if resumed {
-            self.dispatch(&key).await?;
+        // The answers are recorded and the task is runnable: if the send
+        // fails, the next tasks/get after the start deadline sends it.
+        if resumed && let Err(error) = self.queue.enqueue(&TaskMessage::for_key(&key)).await {
+            tracing::error!(%error, "task queue send failed");
         }
         Ok(())
     }

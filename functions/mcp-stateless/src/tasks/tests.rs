@@ -490,7 +490,7 @@ async fn stored_arguments_keep_only_what_the_schema_names_and_are_capped() {
 }
 
 #[tokio::test]
-async fn answers_that_do_not_fit_the_requested_schema_are_refused_and_not_stored() {
+async fn answers_that_do_not_fit_the_requested_schema_are_refused_and_unasked_fields_are_not_stored() {
     let f = fixture();
     let alice = with_tasks("alice");
     let (id, message) = f.start(&alice, "two_questions", json!({})).await;
@@ -498,13 +498,15 @@ async fn answers_that_do_not_fit_the_requested_schema_are_refused_and_not_stored
     let update = |responses: Value| UpdateTaskParams::new(&id, serde_json::from_value(responses).unwrap());
     let wrong_type = update(json!({"a": {"action": "accept", "content": {"x": 5}}}));
     assert_eq!(f.tasks.update(&alice, &wrong_type).await.unwrap_err().code.0, -32602);
-    let unrequested = update(json!({"a": {"action": "accept", "content": {"x": "ok", "extra": "y".repeat(2_000)}}}));
-    assert_eq!(f.tasks.update(&alice, &unrequested).await.unwrap_err().code.0, -32602);
     let oversized = update(json!({"a": {"action": "decline", "note": "z".repeat(10_000)}}));
     assert_eq!(f.tasks.update(&alice, &oversized).await.unwrap_err().code.0, -32602);
     let parked = f.get(&alice, &id).await;
     assert_eq!(parked["status"], "input_required", "nothing was recorded");
     assert!(parked["inputRequests"]["a"].is_object());
-    f.tasks.update(&alice, &update(json!({"a": {"action": "accept", "content": {"x": "ok"}}}))).await.unwrap();
-    assert!(f.get(&alice, &id).await["inputRequests"]["a"].is_null(), "a fitting answer is taken");
+    // A fitting answer is taken, without what the form did not ask for.
+    f.tasks.update(&alice, &update(json!({"a": {"action": "accept", "content": {"x": "ok", "extra": "y".repeat(2_000)}}}))).await.unwrap();
+    assert!(f.get(&alice, &id).await["inputRequests"]["a"].is_null());
+    let key = crate::handles::HandleKey::new(&alice.principal, &super::record::TASK_KIND, &id);
+    let stored = f.tasks.store.get(&key, f.clock.now()).await.unwrap().unwrap();
+    assert_eq!(stored.input_responses["a"], json!({"action": "accept", "content": {"x": "ok"}}), "the unasked field was not stored");
 }

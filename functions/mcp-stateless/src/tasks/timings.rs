@@ -34,8 +34,9 @@ pub const START_DEADLINE: Duration = Duration::from_secs(300);
 pub const DEFAULT_TTL: Duration = Duration::from_secs(3_600);
 
 /// Bounded AWS calls a worker keeps time for before its invocation's
-/// deadline: reading the record and writing the outcome.
-pub const DEADLINE_MARGIN_CALLS: u32 = 2;
+/// deadline: reading the record, writing the outcome, and giving the
+/// owner's place back.
+pub const DEADLINE_MARGIN_CALLS: u32 = 3;
 
 /// The time kept back before a worker invocation's deadline, for AWS calls
 /// each bounded by `operation_timeout`.
@@ -119,7 +120,8 @@ mod tests {
     fn the_deadline_margin_fits_the_outcome_write_in_every_deployment() {
         let deployed_call = Duration::from_secs(5);
         let margin = deadline_margin(deployed_call);
-        assert!(margin >= deployed_call * 2, "{margin:?}");
+        // settle(): a consistent read, a put, the counter's update.
+        assert!(margin >= deployed_call * 3, "{margin:?}");
         assert!(margin * 4 <= Duration::from_secs(WORKER_TIMEOUTS[0]), "{margin:?}");
     }
 

@@ -44,7 +44,8 @@ pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
 pub enum Disposition {
     /// Delete it: the task has an outcome, or needs nothing from this message.
     Done,
-    /// Leave it: it comes back after the visibility timeout.
+    /// Leave it: it comes back after the entry point's retry delay (or the
+    /// visibility timeout, if setting the delay failed).
     Retry,
 }
 
@@ -122,7 +123,9 @@ impl TaskWorker {
         let max_attempts = self.tasks.policy.max_attempts;
         let record = self.tasks.transition(key, |record| {
             let leased_elsewhere = record.lease.as_ref().is_some_and(|l| l.holder != holder && l.until_ms > now_ms);
-            if record.status != TaskStatus::Working || leased_elsewhere {
+            // Ours already: an attempt whose write landed before a conflict
+            // made the loop read again; counting it again would be wrong.
+            if record.status != TaskStatus::Working || leased_elsewhere || holds(record, holder) {
                 return Decision::Keep;
             }
             if record.unfinished_runs >= max_attempts {
@@ -154,6 +157,11 @@ impl TaskWorker {
         let mut beat = tokio::time::interval(policy.heartbeat);
         beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut stop_by: Option<Instant> = None;
+        // The deadline less the time storing the outcome takes; a heartbeat
+        // still under way then is cut short too.
+        let out_of_time_at = deadline.map(|deadline| deadline.checked_sub(policy.deadline_margin).unwrap_or_else(Instant::now));
+        let out_of_time = tokio::time::sleep_until(out_of_time_at.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365)));
+        tokio::pin!(out_of_time);
         loop {
             tokio::select! {
                 joined = &mut function => {
@@ -163,18 +171,25 @@ impl TaskWorker {
                         Err(_) => RunEnd::Stopped,
                     };
                 }
+                _ = &mut out_of_time, if out_of_time_at.is_some() => {
+                    function.abort();
+                    return RunEnd::OutOfTime;
+                }
                 _ = beat.tick() => {}
             }
             if stop_by.is_some_and(|deadline| Instant::now() >= deadline) {
                 function.abort();
                 return RunEnd::Stopped;
             }
-            if deadline.is_some_and(|deadline| Instant::now() + policy.deadline_margin >= deadline) {
-                function.abort();
-                return RunEnd::OutOfTime;
-            }
             let message = status.has_changed().unwrap_or(false).then(|| status.borrow_and_update().clone()).flatten();
-            match self.beat(key, holder, message).await {
+            let beaten = tokio::select! {
+                beaten = self.beat(key, holder, message) => beaten,
+                _ = &mut out_of_time, if out_of_time_at.is_some() => {
+                    function.abort();
+                    return RunEnd::OutOfTime;
+                }
+            };
+            match beaten {
                 Ok(true) => {}
                 Ok(false) if stop_by.is_none() => {
                     tracing::info!("task cancelled or gone: stopping its function");
@@ -258,8 +273,9 @@ impl TaskWorker {
     }
 
     /// A message the queue gave up on (`receives` deliveries): the task
-    /// ends `failed`, unless it already ended, a worker holds it (a live
-    /// lease: it is running), or no worker ever started it. The queue only
+    /// ends `failed`, unless it already ended, waits for input, a worker
+    /// holds it (a live lease: it is running), or no run of it has ended
+    /// unfinished since it last made progress. The queue only
     /// takes messages the task queue redrove (its policy), and this check
     /// keeps a message that names a healthy task from ending it anyway.
     pub async fn dead_letter(&self, message: &TaskMessage, receives: u32) -> Disposition {
@@ -268,7 +284,9 @@ impl TaskWorker {
         let now_ms = self.tasks.clock.now_ms();
         let failed = self.tasks.transition(&key, |record| {
             let running = record.lease.as_ref().is_some_and(|lease| lease.until_ms > now_ms);
-            if record.is_terminal() || running || record.attempts == 0 {
+            // Only a task whose runs have been ending unfinished: not one
+            // waiting for input, for its first run, or for its resumed one.
+            if record.status != TaskStatus::Working || running || record.unfinished_runs == 0 {
                 return Decision::Keep;
             }
             record.fail(ErrorCode::INTERNAL_ERROR.0, &text);

@@ -135,14 +135,14 @@ mod tests {
     }
 
     /// Issue 16, finding 11: an answer that does not fit the form it
-    /// answers (not a date-time, a field the form did not ask) is refused.
+    /// answers (not a date-time, not a string) is refused.
     #[tokio::test]
     async fn an_answer_that_does_not_fit_the_form_is_refused() {
         let addr = serve().await;
         let round1 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), json!({})).await;
         let what = json!({"action": "accept", "content": {"what": "call mum"}});
         let round2 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round1["result"]["requestState"], "what", what)).await;
-        for when in [json!({"when": "NOT-A-DATE-TIME"}), json!({"when": "2026-12-01T09:00:00Z", "extra": "x".repeat(2_000)})] {
+        for when in [json!({"when": "NOT-A-DATE-TIME"}), json!({"when": 20261201})] {
             let reply = answer(&round2["result"]["requestState"], "when", json!({"action": "accept", "content": when}));
             let refused = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), reply).await;
             assert_eq!(refused["error"]["code"], -32602, "{refused}");
