@@ -25,11 +25,11 @@ export PATH="$VENV/bin:$PATH"
 
 say "release builds: the starter (native) and the Lambda artifacts (arm64)"
 cargo build --locked --release -p "$FUNCTION" 2>&1 | tail -n 1
-binary="$ROOT/target/release/$FUNCTION"
+binary="$TARGET/release/$FUNCTION"
 if rustup target list --installed | grep -q aarch64-unknown-linux-gnu; then
   cargo lambda build --release --arm64 -p "$FUNCTION" -p "$FUNCTION-worker" 2>&1 | tail -n 1
   for function in "$FUNCTION" "$FUNCTION-worker"; do
-    artifact="$ROOT/target/lambda/$function/bootstrap"
+    artifact="$TARGET/lambda/$function/bootstrap"
     say "Lambda artifact $function (arm64, stripped): $(awk -v b="$(stat -c %s "$artifact")" 'BEGIN {printf "%.2f MB", b / 1e6}') (target: 7 MB or less)"
   done
 else
@@ -79,7 +79,7 @@ bash infra/start-emulators.sh
 # worker of `cargo run` and with a separate worker on the emulator's queue.
 cargo build --locked -p everything 2>&1 | tail -n 1
 bench_port=39392
-MCP_LOCAL_ADDR="127.0.0.1:$bench_port" "$ROOT/target/debug/everything" >"$STATE_DIR/bench-tasks-local.log" 2>&1 &
+MCP_LOCAL_ADDR="127.0.0.1:$bench_port" "$TARGET/debug/everything" >"$STATE_DIR/bench-tasks-local.log" 2>&1 &
 server=$!
 sleep 1
 say "tasks, in-process worker (memory)"
@@ -88,9 +88,9 @@ kill "$server"
 (
   # shellcheck disable=SC1091
   source "$STATE_DIR/local.env"
-  "$ROOT/target/debug/everything-worker" >"$STATE_DIR/bench-tasks-worker.log" 2>&1 &
+  "$TARGET/debug/everything-worker" >"$STATE_DIR/bench-tasks-worker.log" 2>&1 &
   worker=$!
-  MCP_LOCAL_ADDR="127.0.0.1:$bench_port" "$ROOT/target/debug/everything" >"$STATE_DIR/bench-tasks-server.log" 2>&1 &
+  MCP_LOCAL_ADDR="127.0.0.1:$bench_port" "$TARGET/debug/everything" >"$STATE_DIR/bench-tasks-server.log" 2>&1 &
   server=$!
   sleep 1
   say "tasks, separate worker on the emulator (DynamoDB + SQS)"

@@ -5,6 +5,13 @@ set -euo pipefail
 export SAM_CLI_TELEMETRY=0
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STATE_DIR="$ROOT/.tmp"
+# Where cargo puts what it builds: CARGO_TARGET_DIR when set (relative to
+# the repository, where the scripts run cargo), target/ otherwise.
+case "${CARGO_TARGET_DIR:-}" in
+  "") TARGET="$ROOT/target" ;;
+  /*) TARGET="$CARGO_TARGET_DIR" ;;
+  *) TARGET="$ROOT/$CARGO_TARGET_DIR" ;;
+esac
 VENV="$ROOT/.venv"
 MOTO_HOST=127.0.0.1
 MOTO_PORT="${MOTO_PORT:-5055}"

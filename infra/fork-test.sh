@@ -34,7 +34,7 @@ if grep -rnwE 'starter|StarterServer' "${renamed[@]}" | grep -vE '^[^:]+:[0-9]+:
 fi
 
 # The registry dependencies are already built in the main target directory.
-export CARGO_TARGET_DIR="$ROOT/target"
+export CARGO_TARGET_DIR="$TARGET"
 (
   emulator_env
   export MCP_TEST_TABLE_DEFINITION="$STATE_DIR/table.json"
@@ -58,4 +58,38 @@ tools_left="$(mcp tools/list | "$VENV/bin/python" -c 'import json,sys; print(len
 [ "$tools_left" = 0 ] || { echo "fork: $tools_left tools left after deleting the examples" >&2; exit 1; }
 passed="$(awk '/^test result:/ {n += $4} END {print n + 0}' "$STATE_DIR/fork-test.log")"
 say "fork clean: $name builds with no example tools, reports itself as $name, $passed Rust tests passed"
+kill "$server" 2>/dev/null || true
+wait "$server" 2>/dev/null || true
+
+# The README's tool and task, pasted where it says, as a user would (in
+# the renamed fork: its paths and type name), built and called.
+type_name="$(perl -pe 's/(^|-)([a-z0-9])/\U$2/g' <<<"$name")Server"
+pasted="$("$VENV/bin/python" "$ROOT/infra/readme_snippets.py" README.md . "functions/starter/=functions/$name/" "StarterServer=$type_name")"
+say "fork: pasted the README's blocks into $pasted"
+if ! cargo build --locked -p "$name" -p "$name-worker" >"$STATE_DIR/fork-readme-build.log" 2>&1; then
+  echo "fork: the README's blocks do not build as pasted:" >&2
+  grep -E '^(error|warning)' -A 8 "$STATE_DIR/fork-readme-build.log" | head -n 60 >&2
+  exit 1
+fi
+MCP_LOCAL_ADDR="127.0.0.1:$port" "$CARGO_TARGET_DIR/debug/$name" >"$STATE_DIR/fork-readme-server.log" 2>&1 &
+server=$!
+for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+"$VENV/bin/python" - "$port" <<'PY'
+import json, sys, urllib.request
+sys.path.insert(0, "infra")
+from tool_call import body, headers
+
+def call(tool, arguments):
+    request = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/mcp", data=body(tool, arguments), headers=headers(tool))
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+for tool, arguments, expected in [("greet", {"name": "fork"}, "Hello, fork!"), ("countdown", {"from": 1}, "Lift-off!")]:
+    reply = call(tool, arguments)
+    text = reply.get("result", {}).get("content", [{}])[0].get("text")
+    if text != expected:
+        sys.exit(f"fork: the README's {tool} answered {json.dumps(reply)[:300]}, not {expected!r}")
+    print(f"[fork-test] the README's {tool} answers {text!r}")
+PY
+passed=$((passed + 2))
 echo "$passed" >"$STATE_DIR/fork-passed.txt"

@@ -12,4 +12,4 @@ SEED="${2:-$(od -An -N8 -tu8 /dev/urandom | tr -d ' ')}"
 say "building the fuzzer (profile fuzz)"
 cargo build --locked --profile fuzz -p e2e --bin fuzz
 say "$INPUTS inputs per target, seed $SEED"
-"$ROOT/target/fuzz/fuzz" all "$INPUTS" "$SEED" | tee "$STATE_DIR/fuzz.log"
+"$TARGET/fuzz/fuzz" all "$INPUTS" "$SEED" | tee "$STATE_DIR/fuzz.log"

@@ -21,7 +21,7 @@ port="$(free_port)"
   # shellcheck disable=SC1091
   source "$STATE_DIR/local.env"
   export MCP_LOG_LEVEL=warn
-  exec env MCP_LOCAL_ADDR="127.0.0.1:$port" "$ROOT/target/release/$FUNCTION"
+  exec env MCP_LOCAL_ADDR="127.0.0.1:$port" "$TARGET/release/$FUNCTION"
 ) >"$STATE_DIR/load-server.log" 2>&1 &
 server_pid=$!
 trap 'kill "$server_pid" 2>/dev/null || true' EXIT
@@ -31,4 +31,4 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 say "$CALLERS callers for $SECONDS_OF_LOAD s against pid $server_pid on port $port"
-"$ROOT/target/fuzz/load" "127.0.0.1:$port" "$SECONDS_OF_LOAD" "$CALLERS" "$server_pid" | tee "$STATE_DIR/load.txt"
+"$TARGET/fuzz/load" "127.0.0.1:$port" "$SECONDS_OF_LOAD" "$CALLERS" "$server_pid" | tee "$STATE_DIR/load.txt"

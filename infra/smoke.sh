@@ -19,17 +19,29 @@ trap stop_started EXIT
 
 smoke() { "$VENV/bin/python" "$ROOT/infra/smoke.py" "$@"; }
 
+# wait_for URL TRIES LOG: until URL answers; if it never does, the end of
+# LOG (what the process said) on the terminal, not only in the file.
 wait_for() {
   for _ in $(seq 1 "${2:-600}"); do
     curl -s -o /dev/null "$1" && return 0
     sleep 0.5
   done
-  echo "smoke: nothing answered at $1" >&2
+  echo "smoke: nothing answered at $1; the last lines of $3:" >&2
+  tail -n 20 "$3" >&2 || true
   return 1
 }
 
 local_runs() {
   local issuer="https://issuer.example.com/" port watch_port
+  # The Lambda run needs the emulator's table, key and queue: started (and
+  # stopped again at the end) when it is not running already.
+  if ! pid_alive "$STATE_DIR/moto.pid"; then
+    bash infra/start-emulators.sh
+    trap 'stop_started; bash infra/stop.sh >/dev/null 2>&1 || true' EXIT
+    bash infra/bootstrap.sh
+  elif [ ! -f "$STATE_DIR/local.env" ]; then
+    bash infra/bootstrap.sh
+  fi
   port="$(free_port)"
   watch_port="$(free_port)"
   cargo build --locked -p "$FUNCTION" 2>&1 | tail -n 1
@@ -37,9 +49,9 @@ local_runs() {
 
   say "local server (cargo run)"
   MCP_LOCAL_ADDR="127.0.0.1:$port" MCP_RESOURCE="http://127.0.0.1:$port/mcp" \
-    "$ROOT/target/debug/$FUNCTION" >"$STATE_DIR/smoke-local.log" 2>&1 &
+    "$TARGET/debug/$FUNCTION" >"$STATE_DIR/smoke-local.log" 2>&1 &
   started+=($!)
-  wait_for "http://127.0.0.1:$port/" 100
+  wait_for "http://127.0.0.1:$port/" 100 "$STATE_DIR/smoke-local.log"
   smoke "http://127.0.0.1:$port/mcp" --principal smoke --expect-auth
 
   say "Lambda runtime under cargo lambda watch (Function URL events)"
@@ -53,7 +65,7 @@ local_runs() {
   ) >"$STATE_DIR/smoke-watch.log" 2>&1 &
   started+=($!)
   # The first request builds and starts the function; wait for an answer.
-  wait_for "http://127.0.0.1:$watch_port/" 600
+  wait_for "http://127.0.0.1:$watch_port/" 600 "$STATE_DIR/smoke-watch.log"
   local status=0
   for _ in $(seq 1 600); do
     status="$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url" -H 'Content-Type: application/json' -d '{}' || true)"

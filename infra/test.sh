@@ -76,7 +76,7 @@ conformance() {
 port="${CONFORMANCE_PORT:-3939}"
 
 # Zero set-up: memory, an in-process key and an in-process task worker.
-MCP_LOCAL_ADDR="127.0.0.1:$port" "$ROOT/target/debug/everything" >"$STATE_DIR/everything.log" 2>&1 &
+MCP_LOCAL_ADDR="127.0.0.1:$port" "$TARGET/debug/everything" >"$STATE_DIR/everything.log" 2>&1 &
 server_pid=$!
 conformance core core "$port"
 conformance tasks-in-process tasks "$port"
@@ -88,9 +88,9 @@ wait "$server_pid" 2>/dev/null || true
 (
   # shellcheck disable=SC1091
   source "$STATE_DIR/local.env"
-  "$ROOT/target/debug/everything-worker" >"$STATE_DIR/everything-worker.log" 2>&1 &
+  "$TARGET/debug/everything-worker" >"$STATE_DIR/everything-worker.log" 2>&1 &
   echo $! > "$STATE_DIR/everything-worker.pid"
-  MCP_LOCAL_ADDR="127.0.0.1:$port" "$ROOT/target/debug/everything" >"$STATE_DIR/everything-aws.log" 2>&1 &
+  MCP_LOCAL_ADDR="127.0.0.1:$port" "$TARGET/debug/everything" >"$STATE_DIR/everything-aws.log" 2>&1 &
   echo $! > "$STATE_DIR/everything-aws.pid"
 )
 server_pid="$(cat "$STATE_DIR/everything-aws.pid")"

@@ -113,6 +113,34 @@ async fn removed_and_unknown_methods_are_404_method_not_found() {
     }
 }
 
+/// The README's rules table says so: without an `Accept` naming both
+/// media types of the transport, rmcp answers 406.
+#[tokio::test]
+async fn a_request_without_the_transports_accept_header_is_406() {
+    let addr = server().await;
+    let call = request(3, "tools/list", json!({}), json!({}));
+    let headers: Vec<(String, String)> = standard_headers(&call).into_iter().filter(|(name, _)| name != "accept").collect();
+    let reply = send(addr, "POST", &headers, call.to_string().into_bytes()).await;
+    assert_eq!(reply.status, 406);
+}
+
+/// A 2025-era client opens with `initialize` and no `_meta`, and cannot
+/// move forward by itself: the answer names the versions this server
+/// speaks (basic/versioning, backward compatibility), not a missing field.
+#[tokio::test]
+async fn a_legacy_initialize_is_told_which_protocol_version_to_speak() {
+    let addr = server().await;
+    let legacy = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "legacy", "version": "1"}}});
+    let headers = [("content-type".to_owned(), "application/json".to_owned()), ("accept".to_owned(), "application/json, text/event-stream".to_owned())];
+    let reply = send(addr, "POST", &headers, legacy.to_string().into_bytes()).await;
+    assert_eq!((reply.status, error_code(&reply)), (404, -32601), "{:?}", reply.json());
+    let error = &reply.json()["error"];
+    assert!(error["message"].as_str().unwrap().contains("2026-07-28"), "{error}");
+    assert_eq!(error["data"]["supported"], json!(["2026-07-28"]));
+    assert_eq!(error["data"]["requested"], "2025-06-18");
+}
+
 #[tokio::test]
 async fn only_post_is_served_and_notifications_get_202() {
     let addr = server().await;

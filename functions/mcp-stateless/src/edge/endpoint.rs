@@ -173,6 +173,12 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             // Notifications carry no `_meta` requirement; rmcp answers 202.
             return Ok(Admitted::Other(request));
         }
+        if method == "initialize" {
+            // Before the `_meta` check a legacy client's handshake would fail
+            // with a message that says nothing about versions.
+            let requested = object.get("params").and_then(|p| p.get("protocolVersion")).and_then(Value::as_str).map(str::to_owned);
+            return Err((EdgeError::Initialize { requested }, id));
+        }
 
         let ctx = CallContext::from_meta(
             object.get("params").and_then(|p| p.get("_meta")),

@@ -47,6 +47,19 @@ pub enum EdgeError {
     Params(String),
     #[error("Unsupported protocol version")]
     UnsupportedVersion { requested: String },
+    /// A legacy (2025-era) client's handshake. basic/versioning, "Backward
+    /// Compatibility with Initialization-Based Versions": a server that
+    /// supports only modern versions SHOULD name the versions it supports
+    /// in any error it returns to `initialize`, since legacy clients have
+    /// no way forward and this message may be all they can show a user.
+    /// The error itself is -32601 with HTTP 404, as for any removed method.
+    #[error(
+        "Method not found: initialize. This server speaks MCP {}, which has no initialize handshake: \
+         send every request with its own _meta (protocolVersion, clientCapabilities), or use a client that speaks {}",
+        crate::protocol::SUPPORTED_VERSIONS.join(", "),
+        crate::protocol::SUPPORTED_VERSIONS.join(" or ")
+    )]
+    Initialize { requested: Option<String> },
     /// The authorizer verified a token that names no issuer or subject:
     /// refused, not served as the anonymous caller every such token would share.
     #[error("Unauthorized: the token does not identify a caller (iss and sub are required)")]
@@ -56,7 +69,7 @@ pub enum EdgeError {
 impl EdgeError {
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::WrongPath => StatusCode::NOT_FOUND,
+            Self::WrongPath | Self::Initialize { .. } => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::HostNotAllowed | Self::OriginNotAllowed => StatusCode::FORBIDDEN,
             Self::Unidentified => StatusCode::UNAUTHORIZED,
@@ -78,6 +91,7 @@ impl EdgeError {
             Self::Meta(_) | Self::Params(_) => code::INVALID_PARAMS,
             Self::HeaderMismatch(_) => code::HEADER_MISMATCH,
             Self::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
+            Self::Initialize { .. } => code::METHOD_NOT_FOUND,
             _ => code::INVALID_REQUEST,
         }
     }
@@ -85,6 +99,10 @@ impl EdgeError {
     fn data(&self) -> Option<Value> {
         match self {
             Self::UnsupportedVersion { requested } => Some(json!({
+                "supported": crate::protocol::SUPPORTED_VERSIONS,
+                "requested": requested,
+            })),
+            Self::Initialize { requested } => Some(json!({
                 "supported": crate::protocol::SUPPORTED_VERSIONS,
                 "requested": requested,
             })),

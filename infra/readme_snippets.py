@@ -1,0 +1,91 @@
+"""Pastes the README's code blocks into a copy of the repository, as a user
+following the README would, so CI compiles what the README tells people
+to paste (infra/fork-test.sh).
+
+A block is announced by `<!-- paste: PATH -->` on the line before its
+fence. For a file that does not exist yet the block is the whole file. For
+`functions/<name>/src/tools/mod.rs` the block lists lines to add: `mod`
+lines go beside the other `mod` lines, and a line whose comment says
+`in all()` or `in task_tools()` goes at the end of that function's list.
+
+    python3 infra/readme_snippets.py README.md DEST [OLD=NEW ...]
+
+OLD=NEW pairs rename as infra/rename.sh renamed the copy (a path prefix,
+a type name), so the blocks land where a fork has its files.
+"""
+
+import pathlib
+import re
+import sys
+
+MARKER = re.compile(r"^<!-- paste: (\S+) -->$")
+
+
+def blocks(readme):
+    """(path, code) for every announced block, in README order."""
+    lines = readme.splitlines()
+    found = []
+    for index, line in enumerate(lines):
+        marker = MARKER.match(line.strip())
+        if not marker:
+            continue
+        if index + 1 >= len(lines) or not lines[index + 1].startswith("```"):
+            raise SystemExit(f"readme: the paste marker for {marker.group(1)} is not followed by a code block")
+        end = next((i for i in range(index + 2, len(lines)) if lines[i].startswith("```")), None)
+        if end is None:
+            raise SystemExit(f"readme: the block for {marker.group(1)} is not closed")
+        found.append((marker.group(1), "\n".join(lines[index + 2:end]) + "\n"))
+    return found
+
+
+def add_to_list(text, function, line):
+    """`line` at the end of the list `fn function()` builds (before `tools\n}`)."""
+    start = text.index(f"fn {function}()")
+    end = text.index("\n    tools\n}", start)
+    return text[:end] + "\n" + line + text[end:]
+
+
+def register(mod_rs, block):
+    text = mod_rs.read_text()
+    for raw in block.splitlines():
+        line = raw.split("//")[0].rstrip()
+        if not line:
+            continue
+        if line.startswith("mod "):
+            last_mod = max(m.end() for m in re.finditer(r"^(pub )?mod \w+;$", text, re.M))
+            text = text[:last_mod] + "\n" + line + text[last_mod:]
+        elif "in all()" in raw:
+            text = add_to_list(text, "all", line)
+        elif "in task_tools()" in raw:
+            text = add_to_list(text, "task_tools", line)
+        else:
+            raise SystemExit(f"readme: do not know where this line goes in {mod_rs}: {raw!r}")
+    mod_rs.write_text(text)
+
+
+def main():
+    readme, dest, *renames = sys.argv[1:]
+    pairs = [pair.split("=", 1) for pair in renames]
+
+    def renamed(text):
+        for old, new in pairs:
+            text = text.replace(old, new)
+        return text
+
+    pasted = []
+    for path, code in blocks(pathlib.Path(readme).read_text()):
+        target = pathlib.Path(dest) / renamed(path)
+        if target.name == "mod.rs":
+            register(target, renamed(code))
+        elif target.exists():
+            raise SystemExit(f"readme: {target} exists already; the README's block would replace it")
+        else:
+            target.write_text(renamed(code))
+        pasted.append(renamed(path))
+    if not pasted:
+        raise SystemExit("readme: no paste markers found")
+    print(" ".join(dict.fromkeys(pasted)))
+
+
+if __name__ == "__main__":
+    main()
