@@ -71,6 +71,13 @@ if ! cargo build --locked -p "$name" -p "$name-worker" >"$STATE_DIR/fork-readme-
   grep -E '^(error|warning)' -A 8 "$STATE_DIR/fork-readme-build.log" | head -n 60 >&2
   exit 1
 fi
+if ! cargo test --locked -p "$name" greetings >"$STATE_DIR/fork-readme-test.log" 2>&1; then
+  echo "fork: the README's test of its tool fails:" >&2
+  tail -n 40 "$STATE_DIR/fork-readme-test.log" >&2
+  exit 1
+fi
+grep -q "test tools::greetings::tests::greets_by_name ... ok" "$STATE_DIR/fork-readme-test.log" \
+  || { echo "fork: the README's test did not run" >&2; exit 1; }
 MCP_LOCAL_ADDR="127.0.0.1:$port" "$CARGO_TARGET_DIR/debug/$name" >"$STATE_DIR/fork-readme-server.log" 2>&1 &
 server=$!
 for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
@@ -91,5 +98,5 @@ for tool, arguments, expected in [("greet", {"name": "fork"}, "Hello, fork!"), (
         sys.exit(f"fork: the README's {tool} answered {json.dumps(reply)[:300]}, not {expected!r}")
     print(f"[fork-test] the README's {tool} answers {text!r}")
 PY
-passed=$((passed + 2))
+passed=$((passed + 3))
 echo "$passed" >"$STATE_DIR/fork-passed.txt"

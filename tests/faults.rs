@@ -64,7 +64,7 @@ impl Rig {
     async fn sdk_with(&self, limits: &CallLimits) -> aws_config::SdkConfig {
         // Set on the loader, an endpoint overrides AWS_ENDPOINT_URL (set on a
         // built SdkConfig, it would not).
-        mcp_aws::sdk_loader(limits).endpoint_url(&self.proxy.url).load().await
+        e2e::emulator::loader(limits).endpoint_url(&self.proxy.url).load().await
     }
 
     /// A server instance of its own (its own key cache) behind the proxy.

@@ -100,7 +100,7 @@ async fn a_minute_long_task_costs_a_few_units_a_second_and_unnamed_arguments_cos
         task_queue_url: Some(queues.url.clone()),
         ..Default::default()
     };
-    let through_meter = mcp_aws::sdk_loader(&mcp_aws::CallLimits::from_env()).endpoint_url(&server_meter.url).load().await;
+    let through_meter = e2e::emulator::loader(&e2e::emulator::limits()).endpoint_url(&server_meter.url).load().await;
     let addr = start_task_server_with(mcp_aws::dependencies(&settings, Some(&through_meter), Arc::new(SystemClock))).await;
     let _worker = WorkerProcess::start(env!("CARGO_BIN_EXE_fixture-worker"), &[
         ("AWS_ENDPOINT_URL", &worker_meter.url),

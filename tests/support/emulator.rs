@@ -9,15 +9,78 @@ use mcp_aws::AwsSettings;
 use mcp_stateless::{Dependencies, EdgePolicy, McpEndpoint, Mode, clock::Clock};
 use serde_json::Value;
 
-/// SDK configuration pointing at the emulator. Panics with what to run when
-/// the emulator is not configured: these tests must not pass vacuously.
+/// What the emulator-backed tests read: the AWS SDK's variables for the
+/// emulator, the per-call limits it needs, and the table definition.
+const NAMES: [&str; 9] = [
+    "AWS_ENDPOINT_URL",
+    "AWS_REGION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_EC2_METADATA_DISABLED",
+    "MCP_AWS_ATTEMPT_TIMEOUT_MS",
+    "MCP_AWS_OPERATION_TIMEOUT_MS",
+    "MCP_TEST_TABLE_DEFINITION",
+];
+
+/// The emulator's environment: the one `infra/test.sh` exported, or, when a
+/// plain `cargo test` runs with nothing set up, the one
+/// `infra/emulator-for-tests.sh` prints after starting the emulator. Never
+/// written into this process's environment (other test threads read it);
+/// the tests pass it on explicitly, to the SDK and to worker processes.
+pub fn emulator_env() -> &'static [(String, String)] {
+    static ENV: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    ENV.get_or_init(|| {
+        if std::env::var("AWS_ENDPOINT_URL").is_ok() {
+            return NAMES.iter().filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?))).collect();
+        }
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/emulator-for-tests.sh");
+        let output = std::process::Command::new("bash")
+            .arg(script)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .unwrap_or_else(|error| panic!("could not run {script}: {error}"));
+        assert!(output.status.success(), "starting the emulator failed (see above); `bash infra/test.sh` sets up and runs every test");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| line.split_once('='))
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect()
+    })
+}
+
+/// One variable of [`emulator_env`].
+pub fn emulator_var(name: &str) -> String {
+    emulator_env().iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap_or_else(|| panic!("{name} is not in the emulator's environment"))
+}
+
+/// The per-call limits for the emulator, which on a busy machine answers in
+/// seconds where AWS takes milliseconds.
+pub fn limits() -> mcp_aws::CallLimits {
+    let millis = |name: &str| emulator_var(name).parse().map(std::time::Duration::from_millis).unwrap_or_else(|_| panic!("{name}"));
+    let attempt = millis("MCP_AWS_ATTEMPT_TIMEOUT_MS");
+    mcp_aws::CallLimits { attempt, connect: attempt.min(mcp_aws::CallLimits::LAMBDA.connect), operation: millis("MCP_AWS_OPERATION_TIMEOUT_MS"), ..mcp_aws::CallLimits::LAMBDA }
+}
+
+/// SDK configuration pointing at the emulator, whether or not this process's
+/// environment names it (see [`emulator_env`]).
 pub async fn sdk() -> aws_config::SdkConfig {
-    assert!(
-        std::env::var("AWS_ENDPOINT_URL").is_ok_and(|u| u.starts_with("http://127.0.0.1")),
-        "these tests need the local AWS emulator: run `bash infra/test.sh`, or `bash infra/start-emulators.sh` \
-         and the environment of infra/common.sh's emulator_env"
+    let endpoint = emulator_var("AWS_ENDPOINT_URL");
+    assert!(endpoint.starts_with("http://127.0.0.1"), "the emulator is on loopback, not at {endpoint}");
+    loader(&limits()).endpoint_url(endpoint).load().await
+}
+
+/// The emulator's region and credentials under `limits`, for a caller that
+/// sets the endpoint itself (a proxy in front of the emulator).
+pub fn loader(limits: &mcp_aws::CallLimits) -> aws_config::ConfigLoader {
+    let credentials = aws_sdk_sqs::config::Credentials::new(
+        emulator_var("AWS_ACCESS_KEY_ID"),
+        emulator_var("AWS_SECRET_ACCESS_KEY"),
+        Some(emulator_var("AWS_SESSION_TOKEN")),
+        None,
+        "emulator",
     );
-    mcp_aws::sdk_config().await
+    mcp_aws::sdk_loader(limits).region(aws_config::Region::new(emulator_var("AWS_REGION"))).credentials_provider(credentials)
 }
 
 pub fn unique(prefix: &str) -> String {
@@ -29,7 +92,7 @@ pub fn unique(prefix: &str) -> String {
 /// template.yaml (`MCP_TEST_TABLE_DEFINITION`), so tests and deployment share
 /// one source of truth.
 pub async fn fresh_table(sdk: &aws_config::SdkConfig) -> String {
-    let path = std::env::var("MCP_TEST_TABLE_DEFINITION").expect("MCP_TEST_TABLE_DEFINITION (set by infra/test.sh)");
+    let path = emulator_var("MCP_TEST_TABLE_DEFINITION");
     let definition: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let client = aws_sdk_dynamodb::Client::new(sdk);
     let name = unique("state");

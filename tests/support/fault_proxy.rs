@@ -119,9 +119,9 @@ impl FaultProxy {
         Self { url, faults }
     }
 
-    /// In front of the emulator the environment names (`AWS_ENDPOINT_URL`).
+    /// In front of the emulator (`crate::emulator::emulator_env`).
     pub async fn in_front_of_emulator() -> Self {
-        Self::start(&std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL (the emulator)")).await
+        Self::start(&crate::emulator::emulator_var("AWS_ENDPOINT_URL")).await
     }
 
     pub fn set(&self, service: Service, fault: Fault) {
