@@ -52,8 +52,13 @@ def register(mod_rs, block):
         if not line:
             continue
         if line.startswith("mod "):
-            last_mod = max(m.end() for m in re.finditer(r"^(pub )?mod \w+;$", text, re.M))
-            text = text[:last_mod] + "\n" + line + text[last_mod:]
+            mods = [m.end() for m in re.finditer(r"^(pub )?mod \w+;$", text, re.M)]
+            if mods:
+                text = text[:mods[-1]] + "\n" + line + text[mods[-1]:]
+            else:
+                # No tools left (a fork that deleted the examples): before the imports.
+                first_use = re.search(r"^use ", text, re.M).start()
+                text = text[:first_use] + line + "\n\n" + text[first_use:]
         elif "in all()" in raw:
             text = add_to_list(text, "all", line)
         elif "in task_tools()" in raw:
