@@ -8,6 +8,9 @@ Checks, each printed as ok / FAIL / skip with the reason:
   a full multi-round call (`plan_reminder`: input_required twice, then complete);
   a handle (`create_basket`) is created, used (`add_item`, `view_basket`) and an
     unknown id is refused like any other tool error;
+  a task (`build_report`, declaring the tasks extension) is created and polled
+    with tasks/get until it completes: the queue, the worker and its event
+    source mapping, end to end;
   with a token (auth on): the same request without it answers 401, and a
     WWW-Authenticate header, if any, is not renamed (x-amzn-Remapped-...);
   both protected-resource metadata URLs answer 200 with the endpoint as
@@ -22,6 +25,7 @@ import os
 import re
 import secrets
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -169,6 +173,30 @@ def check_handle(mcp, tools):
     return "created %s..., used, unknown id refused: %r" % (basket[:8], text(refused)[:60])
 
 
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+def check_task(mcp, tools):
+    need(tools, "build_report")
+    created = mcp.call("build_report", {"topic": "smoke", "sections": 1}, TASKS)
+    task_id = created.get("taskId")
+    if created.get("resultType") != "task" or not task_id:
+        raise Failure("no CreateTaskResult: %s" % json.dumps(created)[:300])
+    deadline = time.monotonic() + 120
+    while True:
+        got = mcp.rpc("tasks/get", {"taskId": task_id}, capabilities=TASKS, name=task_id)
+        status = got.get("status")
+        if status == "completed":
+            break
+        if status in ("failed", "cancelled") or time.monotonic() > deadline:
+            raise Failure("task %s is %s: %s" % (task_id[:8], status, json.dumps(got)[:300]))
+        time.sleep(got.get("pollIntervalMs", 1000) / 1000)
+    report = text(got.get("result") or {})
+    if "# smoke" not in report:
+        raise Failure("the completed task's result is %r" % report[:100])
+    return "created, run by the worker, completed: %r" % report.splitlines()[0]
+
+
 def check_unauthenticated(mcp, tools):
     if not mcp.token:
         raise Skip("no token given: auth is off at this endpoint, or not tested")
@@ -220,6 +248,7 @@ def main():
         ("tool call", check_tool_call),
         ("multi-round call", check_multi_round),
         ("handle", check_handle),
+        ("task", check_task),
         ("no token: 401", check_unauthenticated),
         ("protected-resource metadata", lambda m, t: check_metadata(m, t, args.expect_auth or bool(token))),
     ]

@@ -44,7 +44,7 @@ local_runs() {
   fi
   port="$(free_port)"
   watch_port="$(free_port)"
-  cargo build --locked -p "$FUNCTION" 2>&1 | tail -n 1
+  cargo build --locked -p "$FUNCTION" -p "$FUNCTION-worker" 2>&1 | tail -n 1
   export MCP_AUTHORIZATION_SERVERS="$issuer"
 
   say "local server (cargo run)"
@@ -54,8 +54,14 @@ local_runs() {
   wait_for "http://127.0.0.1:$port/" 100 "$STATE_DIR/smoke-local.log"
   smoke "http://127.0.0.1:$port/mcp" --principal smoke --expect-auth
 
-  say "Lambda runtime under cargo lambda watch (Function URL events)"
+  say "Lambda runtime under cargo lambda watch (Function URL events), with the task worker polling the emulator's queue"
   local url="http://127.0.0.1:$watch_port/lambda-url/$FUNCTION/mcp"
+  (
+    # shellcheck disable=SC1091
+    source "$STATE_DIR/local.env"
+    exec "$TARGET/debug/$FUNCTION-worker"
+  ) >"$STATE_DIR/smoke-worker.log" 2>&1 &
+  started+=($!)
   # Lambda mode needs the stack's resources: the emulator's (infra/bootstrap.sh).
   (
     # shellcheck disable=SC1091
