@@ -41,6 +41,11 @@ export CARGO_TARGET_DIR="$TARGET"
   cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/fork-test.log"
 )
 cargo build --locked -p "$name" -p "$name-worker"
+# A fork with no tools yet builds clean: nothing the examples used warns.
+if grep -E "^warning: .*\b($name|${name//-/_})\b|^warning: .*never (read|used)" "$STATE_DIR/fork-test.log"; then
+  echo "fork: the fork without examples builds with warnings (above)" >&2
+  exit 1
+fi
 
 port="$(free_port)"
 MCP_LOCAL_ADDR="127.0.0.1:$port" "$CARGO_TARGET_DIR/debug/$name" >"$STATE_DIR/fork-server.log" 2>&1 &

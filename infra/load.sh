@@ -11,6 +11,8 @@ source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 SECONDS_OF_LOAD="${1:-60}"
 CALLERS="${2:-64}"
+started_emulator=0
+pid_alive "$STATE_DIR/moto.pid" || started_emulator=1
 bash infra/start-emulators.sh
 bash infra/bootstrap.sh
 say "building the starter (release) and the load driver"
@@ -24,7 +26,8 @@ port="$(free_port)"
   exec env MCP_LOCAL_ADDR="127.0.0.1:$port" "$TARGET/release/$FUNCTION"
 ) >"$STATE_DIR/load-server.log" 2>&1 &
 server_pid=$!
-trap 'kill "$server_pid" 2>/dev/null || true' EXIT
+# The server, and the emulator when this script started it.
+trap 'kill "$server_pid" 2>/dev/null || true; [ "$started_emulator" = 0 ] || bash infra/stop.sh >/dev/null 2>&1 || true' EXIT
 for _ in $(seq 1 100); do
   curl -fsS -o /dev/null -X POST "http://127.0.0.1:$port/mcp" 2>/dev/null && break
   curl -s -o /dev/null "http://127.0.0.1:$port/" && break

@@ -17,6 +17,9 @@ use rmcp::{
 use mcp_stateless::{Dependencies, Handles, RequestStates, tasks::Tasks};
 
 #[derive(Clone)]
+// A fork whose tools use no sealed state or no handles reads neither field:
+// they stay, ready for the tools it adds, without a warning.
+#[allow(dead_code)]
 pub struct StarterServer {
     /// Sealed `requestState` for multi-round tools (KMS in Lambda).
     request_states: RequestStates,
