@@ -28,7 +28,7 @@ done
 say "fork: renamed to $name, examples deleted: $(cd "$tools" && ls)"
 renamed=(Cargo.toml template.yaml samconfig.toml "functions/$name" "functions/$name-worker")
 # Outside comments, nothing may still say starter.
-if grep -rnwE 'starter|StarterServer' "${renamed[@]}" | grep -vE '^[^:]+:[0-9]+:\s*(//|#)'; then
+if grep -rnwE 'starter' "${renamed[@]}" | grep -vE '^[^:]+:[0-9]+:\s*(//|#)'; then
   echo "fork: the old name is still referenced (above)" >&2
   exit 1
 fi
@@ -66,10 +66,9 @@ say "fork clean: $name builds with no example tools, reports itself as $name, $p
 kill "$server" 2>/dev/null || true
 wait "$server" 2>/dev/null || true
 
-# The README's tool and task, pasted where it says, as a user would (in
-# the renamed fork: its paths and type name), built and called.
-type_name="$(perl -pe 's/(^|-)([a-z0-9])/\U$2/g' <<<"$name")Server"
-pasted="$("$VENV/bin/python" "$ROOT/infra/readme_snippets.py" README.md . "functions/starter/=functions/$name/" "StarterServer=$type_name")"
+# The README's tool and task, pasted where the fork's README says (rename.sh
+# renamed its paths), as a user would, then built, tested and called.
+pasted="$("$VENV/bin/python" "$ROOT/infra/readme_snippets.py" README.md .)"
 say "fork: pasted the README's blocks into $pasted"
 if ! cargo build --locked -p "$name" -p "$name-worker" >"$STATE_DIR/fork-readme-build.log" 2>&1; then
   echo "fork: the README's blocks do not build as pasted:" >&2

@@ -10,8 +10,8 @@ lines go beside the other `mod` lines, and a line whose comment says
 
     python3 infra/readme_snippets.py README.md DEST [OLD=NEW ...]
 
-OLD=NEW pairs rename as infra/rename.sh renamed the copy (a path prefix,
-a type name), so the blocks land where a fork has its files.
+OLD=NEW pairs, if any, are replaced in paths and code first (a copy whose
+README still names other paths than its own).
 """
 
 import pathlib

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Makes the starter yours in one command: renames the function's crate and
-# folder (functions/NAME), its task worker (functions/NAME-worker), the
+# Makes the starter yours in one command: renames the function's package
+# and folder (functions/NAME), its task worker (functions/NAME-worker), the
 # server name it reports (its package name), the Lambda binaries in
 # template.yaml, the stack name in samconfig.toml and the scripts' and
-# README's references. Run it once, on a clean checkout, then commit.
+# README's references. Run it once, on a clean checkout, then commit. It
+# changes no Rust source (the library is `mcp_function` under any package
+# name), so upstream changes to the function's code still merge.
 #   bash infra/rename.sh weather-tools
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
@@ -23,9 +25,7 @@ for dir in "functions/$new" "functions/$new-worker"; do
   [ ! -e "$dir" ] || { echo "rename: $dir already exists" >&2; exit 2; }
 done
 
-camel() { perl -pe 's/(^|-)([a-z0-9])/\U$2/g' <<<"$1"; }
 old_crate="${old//-/_}" new_crate="${new//-/_}"
-old_type="$(camel "$old")Server" new_type="$(camel "$new")Server"
 
 mv "functions/$old" "functions/$new"
 mv "functions/$old-worker" "functions/$new-worker"
@@ -33,9 +33,8 @@ mv "functions/$old-worker" "functions/$new-worker"
 # Whole words only: `starter` inside other words is left alone. A name with
 # hyphens is a path, a package and a binary; with underscores, a crate path.
 swap() {
-  OLD="$old" NEW="$new" OLD_CRATE="$old_crate" NEW_CRATE="$new_crate" OLD_TYPE="$old_type" NEW_TYPE="$new_type" \
+  OLD="$old" NEW="$new" OLD_CRATE="$old_crate" NEW_CRATE="$new_crate" \
     perl -pi -e '
-      s/\b\Q$ENV{OLD_TYPE}\E\b/$ENV{NEW_TYPE}/g;
       s{functions/\Q$ENV{OLD}\E\b}{functions/$ENV{NEW}}g;
       s/(?<![\w-])\Q$ENV{OLD}\E-worker\b/$ENV{NEW}-worker/g;
       s/(?<![\w-])\Q$ENV{OLD_CRATE}\E::/$ENV{NEW_CRATE}::/g;
@@ -45,8 +44,7 @@ swap() {
       s/--package \Q$ENV{OLD}\E\b/--package $ENV{NEW}/g;
     ' "$@"
 }
-mapfile -t rust_files < <(find "functions/$new" "functions/$new-worker" -name '*.rs')
-swap Cargo.toml "functions/$new/Cargo.toml" "functions/$new-worker/Cargo.toml" "${rust_files[@]}" \
+swap Cargo.toml "functions/$new/Cargo.toml" "functions/$new-worker/Cargo.toml" \
   template.yaml README.md SECURITY.md infra/*.sh
 # The stack name (samconfig.toml) and the one place the scripts read the
 # function's name from (infra/common.sh).
@@ -56,4 +54,4 @@ perl -pi -e "s/^FUNCTION=\"\Q$old\E\"/FUNCTION=\"$new\"/" infra/common.sh
 # Cargo.lock names workspace packages; refresh it without touching any
 # dependency's version.
 cargo update --workspace --offline --quiet
-say "renamed $old to $new: functions/$new, functions/$new-worker, $new_type, stack $new"
+say "renamed $old to $new: functions/$new, functions/$new-worker, stack $new"

@@ -52,6 +52,10 @@ say "fork: rename, delete the example tools, build and test what remains"
 bash infra/fork-test.sh
 fork_passed="$(cat "$STATE_DIR/fork-passed.txt")"
 
+say "upgrade: a renamed fork merges upstream changes without a conflict"
+bash infra/upgrade-test.sh
+upgrade_passed=1
+
 say "smoke: the function as the local server and under cargo lambda watch"
 bash infra/smoke.sh --local | tee "$STATE_DIR/smoke.txt"
 smoke_passed="$(awk '/^smoke: [0-9]+ passed/ {n += $2} END {print n + 0}' "$STATE_DIR/smoke.txt")"
@@ -99,5 +103,5 @@ conformance core-emulated core "$port"
 conformance tasks-emulated tasks "$port"
 grep -q "task run started" "$STATE_DIR/everything-worker.log" || { echo "the separate worker ran no task" >&2; exit 1; }
 
-say "cargo tests: $cargo_passed passed; template tests: $pytest_passed passed; fork tests: $fork_passed passed; smoke checks: $smoke_passed passed; conformance checks: $conformance_passed passed"
-echo "summary: $((cargo_passed + pytest_passed + fork_passed + smoke_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"
+say "cargo tests: $cargo_passed passed; template tests: $pytest_passed passed; fork tests: $fork_passed passed; upgrade checks: $upgrade_passed passed; smoke checks: $smoke_passed passed; conformance checks: $conformance_passed passed"
+echo "summary: $((cargo_passed + pytest_passed + fork_passed + upgrade_passed + smoke_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"

@@ -3,5 +3,5 @@
 //! task tools listed in `starter/src/tools/mod.rs`; nothing to edit here.
 
 fn main() -> Result<(), mcp_stateless::StartError> {
-    mcp_aws::start_worker(starter::tools::task_tools())
+    mcp_aws::start_worker(mcp_function::tools::task_tools())
 }

@@ -20,7 +20,7 @@ use mcp_stateless::{Dependencies, Handles, RequestStates, tasks::Tasks};
 // A fork whose tools use no sealed state or no handles reads neither field:
 // they stay, ready for the tools it adds, without a warning.
 #[allow(dead_code)]
-pub struct StarterServer {
+pub struct Server {
     /// Sealed `requestState` for multi-round tools (KMS in Lambda).
     request_states: RequestStates,
     /// Explicit handles (DynamoDB in Lambda).
@@ -30,7 +30,7 @@ pub struct StarterServer {
     tool_router: ToolRouter<Self>,
 }
 
-impl StarterServer {
+impl Server {
     pub fn new(deps: Dependencies) -> Self {
         let tasks = deps.tasks.with_tools(tools::task_tools());
         // Every call's arguments are checked against the tool's published
@@ -41,7 +41,7 @@ impl StarterServer {
 }
 
 #[tool_handler(router = self.tool_router)]
-impl ServerHandler for StarterServer {
+impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         mcp_stateless::protocol::server_info(
             env!("CARGO_PKG_NAME"),
@@ -65,7 +65,7 @@ mod tests {
     /// caught here, before deployment.
     #[test]
     fn every_published_input_schema_compiles() {
-        let server = StarterServer::new(Dependencies::in_process());
+        let server = Server::new(Dependencies::in_process());
         assert_eq!(mcp_stateless::protocol::arguments::schema_problems(&server.tool_router), Vec::<String>::new());
     }
 }

@@ -5,5 +5,5 @@
 //! MCP on http://127.0.0.1:3000/mcp (`MCP_LOCAL_ADDR`, or `PORT`, to change).
 
 fn main() -> Result<(), mcp_stateless::StartError> {
-    mcp_aws::start(starter::StarterServer::new)
+    mcp_aws::start(mcp_function::Server::new)
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use mcp_stateless::{CallContext, Principal};
 
-use crate::StarterServer;
+use crate::Server;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct TextArgument {
@@ -82,7 +82,7 @@ pub fn slugify(title: &str, max_length: usize) -> String {
 }
 
 #[tool_router(router = basics, vis = "pub(crate)")]
-impl StarterServer {
+impl Server {
     #[tool(description = "Counts the characters, words and lines of a text", annotations(read_only_hint = true))]
     async fn text_stats(&self, Parameters(args): Parameters<TextArgument>) -> Json<TextStats> {
         Json(TextStats {

@@ -27,7 +27,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::StarterServer;
+use crate::Server;
 
 /// The lifetime policy, stated in `create_basket`'s description too.
 pub const BASKET: HandleKind = HandleKind {
@@ -99,7 +99,7 @@ fn failed(failure: HandleFailure) -> Result<CallToolResult, ErrorData> {
 }
 
 #[tool_router(router = basket_tools, vis = "pub(crate)")]
-impl StarterServer {
+impl Server {
     #[tool(
         description = "Creates an empty shopping basket and returns its handle. Baskets expire after 24 hours unused, and 7 days after they were created."
     )]

@@ -1,5 +1,5 @@
 //! YOUR TOOLS GO HERE: one file per group of tools, each an
-//! `impl StarterServer` block under `#[tool_router(router = ...)]`, added to
+//! `impl Server` block under `#[tool_router(router = ...)]`, added to
 //! [`all`] below. Start from whichever example is closest:
 //!
 //! - `basics.rs`: stateless tools with typed arguments, structured output,
@@ -28,15 +28,15 @@ mod report;
 use mcp_stateless::tasks::TaskTools;
 use rmcp::handler::server::router::tool::ToolRouter;
 
-use crate::StarterServer;
+use crate::Server;
 
 /// Every tool the server exposes.
 #[allow(unused_mut)] // once the last example is deleted
-pub(crate) fn all() -> ToolRouter<StarterServer> {
+pub(crate) fn all() -> ToolRouter<Server> {
     let mut tools = ToolRouter::new();
-    tools += StarterServer::basics();
-    tools += StarterServer::basket_tools();
-    tools += StarterServer::reminder_tools();
+    tools += Server::basics();
+    tools += Server::basket_tools();
+    tools += Server::reminder_tools();
     tools
 }
 

@@ -16,7 +16,7 @@ use rmcp::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::StarterServer;
+use crate::Server;
 
 /// The longest "what" the flow carries (sealed state is a few KB at most).
 const MAX_WHAT_CHARS: usize = 500;
@@ -42,7 +42,7 @@ fn done(message: &str) -> CallToolResponse {
 }
 
 #[tool_router(router = reminder_tools, vis = "pub(crate)")]
-impl StarterServer {
+impl Server {
     #[tool(description = "Sets up a reminder, asking the user what and when")]
     async fn plan_reminder(
         &self,
