@@ -51,15 +51,17 @@ pub fn emulator_env() -> &'static [(String, String)] {
 
 /// One variable of [`emulator_env`].
 pub fn emulator_var(name: &str) -> String {
-    emulator_env().iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap_or_else(|| panic!("{name} is not in the emulator's environment"))
+    lookup(name).unwrap_or_else(|| panic!("{name} is not in the emulator's environment"))
+}
+
+fn lookup(name: &str) -> Option<String> {
+    emulator_env().iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
 }
 
 /// The per-call limits for the emulator, which on a busy machine answers in
 /// seconds where AWS takes milliseconds.
 pub fn limits() -> mcp_aws::CallLimits {
-    let millis = |name: &str| emulator_var(name).parse().map(std::time::Duration::from_millis).unwrap_or_else(|_| panic!("{name}"));
-    let attempt = millis("MCP_AWS_ATTEMPT_TIMEOUT_MS");
-    mcp_aws::CallLimits { attempt, connect: attempt.min(mcp_aws::CallLimits::LAMBDA.connect), operation: millis("MCP_AWS_OPERATION_TIMEOUT_MS"), ..mcp_aws::CallLimits::LAMBDA }
+    mcp_aws::CallLimits::from_lookup(lookup)
 }
 
 /// SDK configuration pointing at the emulator, whether or not this process's

@@ -48,7 +48,14 @@ impl CallLimits {
     /// busy machine can take seconds where AWS takes milliseconds
     /// (`infra/common.sh` sets both for it). Unparsable values are ignored.
     pub fn from_env() -> Self {
-        let millis = |name: &str| std::env::var(name).ok()?.trim().parse().ok().map(Duration::from_millis);
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// [`from_env`](Self::from_env) over any source of those two variables
+    /// (the tests' emulator environment, which they never write into the
+    /// process's own).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let millis = |name: &str| lookup(name)?.trim().parse().ok().map(Duration::from_millis);
         let mut limits = Self::LAMBDA;
         if let Some(attempt) = millis("MCP_AWS_ATTEMPT_TIMEOUT_MS") {
             limits.attempt = attempt;
