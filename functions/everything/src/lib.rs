@@ -7,6 +7,7 @@
 #![allow(deprecated)]
 
 mod content_tools;
+mod listen_tools;
 mod mrtr_tools;
 mod prompts;
 mod resources;

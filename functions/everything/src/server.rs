@@ -16,12 +16,17 @@ use rmcp::{
 };
 use std::borrow::Cow;
 
-use mcp_stateless::{CallContext, Dependencies, RequestStates, tasks::Tasks};
+use mcp_stateless::{
+    CallContext, Dependencies, RequestStates,
+    subscriptions::{ListDigests, Subscriptions},
+    tasks::Tasks,
+};
 
 #[derive(Clone)]
 pub struct EverythingServer {
     pub(crate) request_states: RequestStates,
     pub(crate) tasks: Tasks,
+    pub(crate) subscriptions: Subscriptions,
     tool_router: ToolRouter<Self>,
     prompt_router: PromptRouter<Self>,
 }
@@ -35,36 +40,40 @@ impl EverythingServer {
     /// add tools that misbehave on purpose).
     pub fn with_task_tools(deps: Dependencies, tools: mcp_stateless::tasks::TaskTools) -> Self {
         let tasks = deps.tasks.with_tools(tools);
-        Self {
-            request_states: deps.request_states,
-            tool_router: mcp_stateless::protocol::arguments::checked(
-                Self::content_tools()
-                    + Self::mrtr_tools()
-                    + Self::schema_tools()
-                    + Self::task_fixture_tools()
-                    + tasks.router(),
-            ),
-            tasks,
-            prompt_router: Self::prompts(),
-        }
+        let tool_router = mcp_stateless::protocol::arguments::checked(
+            Self::content_tools()
+                + Self::listen_tools()
+                + Self::mrtr_tools()
+                + Self::schema_tools()
+                + Self::task_fixture_tools()
+                + tasks.router(),
+        );
+        let prompt_router = Self::prompts();
+        deps.subscriptions.serve_lists(ListDigests::of(
+            &serde_json::json!(tool_router.list_all()),
+            &serde_json::json!(prompt_router.list_all()),
+            &serde_json::json!([crate::resources::list(), crate::resources::templates()]),
+        ));
+        Self { request_states: deps.request_states, tool_router, tasks, subscriptions: deps.subscriptions, prompt_router }
     }
 }
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for EverythingServer {
     fn get_info(&self) -> ServerConfig {
-        // No listChanged and no subscribe: a buffered Lambda cannot hold a
-        // subscriptions/listen stream open, so it does not advertise one.
+        // listChanged only where responses stream: a buffered Lambda
+        // cannot hold a subscriptions/listen stream open.
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_prompts()
+            .enable_resources()
+            .enable_completions()
+            .enable_tasks()
+            .build();
         mcp_stateless::protocol::server_info(
             env!("CARGO_PKG_NAME"),
             env!("CARGO_PKG_VERSION"),
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_prompts()
-                .enable_resources()
-                .enable_completions()
-                .enable_tasks()
-                .build(),
+            self.subscriptions.advertise(capabilities, false),
         )
     }
 
@@ -73,6 +82,7 @@ impl ServerHandler for EverythingServer {
     }
 
     mcp_stateless::task_methods!(tasks);
+    mcp_stateless::listen_methods!(subscriptions, tasks);
 
     async fn list_prompts(
         &self,

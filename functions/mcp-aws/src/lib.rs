@@ -7,6 +7,7 @@
 
 pub mod attribute_values;
 pub mod call_limits;
+pub mod dynamo_feed;
 pub mod dynamo_handles;
 pub mod dynamo_quota;
 pub mod dynamo_tasks;
@@ -24,6 +25,7 @@ use mcp_stateless::{
     quota::{CreationQuota, InMemoryQuota},
     sealed::redemption::{InMemoryLedger, RedemptionLedger},
     sealed::request_state::{EnvelopeSealer, InProcessKey, RequestStateSealer},
+    subscriptions::{ChangeFeed, InMemoryFeed, ListenPolicy, Subscriptions},
     tasks::{
         TaskBackend, TaskPolicy, TaskTools, TaskWorker, timings,
         store::{TaskStore, memory::InMemoryTaskStore},
@@ -66,22 +68,24 @@ pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>,
         _ => Arc::new(EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone())),
     };
     #[allow(clippy::type_complexity)]
-    let (store, ledger, task_store, quota): (
+    let (store, ledger, task_store, quota, feed): (
         Arc<dyn HandleStore>,
         Arc<dyn RedemptionLedger>,
         Arc<dyn TaskStore>,
         Arc<dyn CreationQuota>,
+        Arc<dyn ChangeFeed>,
     ) =
         match (&settings.table_name, sdk) {
             (Some(table), Some(sdk)) => {
                 let dynamo = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(sdk), table));
-                (dynamo.clone(), dynamo.clone(), dynamo.clone(), dynamo)
+                (dynamo.clone(), dynamo.clone(), dynamo.clone(), dynamo.clone(), dynamo)
             }
             _ => (
                 Arc::new(InMemoryHandleStore::default()),
                 Arc::new(InMemoryLedger::default()),
                 Arc::new(InMemoryTaskStore::default()),
                 Arc::new(InMemoryQuota::default()),
+                Arc::new(InMemoryFeed::default()),
             ),
         };
     let tasks = match (&settings.task_queue_url, sdk) {
@@ -92,8 +96,9 @@ pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>,
     };
     Dependencies {
         request_states: RequestStates::new(sealer, ledger, clock.clone(), audience),
-        handles: Handles::new(store, clock).with_quota(quota.clone()),
-        tasks: tasks.with_quota(quota),
+        handles: Handles::new(store, clock.clone()).with_quota(quota.clone()),
+        tasks: tasks.with_quota(quota.clone()),
+        subscriptions: Subscriptions::new(feed, quota, clock, ListenPolicy::from_process_env()),
     }
 }
 

@@ -10,9 +10,11 @@
 //! - [`handles`]: explicit, owner-bound, expiring handles (`Handles`);
 //! - [`tasks`]: tool calls that outlive one invocation (`Tasks`, the
 //!   worker, and the API a task tool is written against);
-//! - [`edge`]: one HTTP request in, one buffered response out (headers,
-//!   origin, `_meta`, errors, logs, protected resource metadata), and the
-//!   Lambda and local entry points;
+//! - [`subscriptions`]: `subscriptions/listen` streams that report what
+//!   any instance changed (`Subscriptions`, the change feed);
+//! - [`edge`]: one HTTP request in, one response out, whole or streamed
+//!   (headers, origin, `_meta`, errors, logs, protected resource
+//!   metadata), and the Lambda and local entry points;
 //! - [`clock`], [`random`], [`storage`]: primitives the others share.
 //!
 //! Each state concern is a port (a small trait) with an in-memory
@@ -27,6 +29,7 @@ pub mod quota;
 pub mod random;
 pub mod sealed;
 pub mod storage;
+pub mod subscriptions;
 pub mod tasks;
 
 use std::sync::Arc;
@@ -50,6 +53,8 @@ pub struct Dependencies {
     /// Task storage and dispatch; `tasks.with_tools(...)` gives the
     /// request side for a function's task tools.
     pub tasks: tasks::TaskBackend,
+    /// `subscriptions/listen` streams and the change feed they read.
+    pub subscriptions: subscriptions::Subscriptions,
 }
 
 impl Dependencies {
@@ -66,7 +71,13 @@ impl Dependencies {
         Self {
             request_states: RequestStates::new(Arc::new(sealer), Arc::new(InMemoryLedger::default()), clock.clone(), audience),
             handles: Handles::new(Arc::new(InMemoryHandleStore::default()), clock.clone()),
-            tasks: tasks::TaskBackend::in_process(clock),
+            tasks: tasks::TaskBackend::in_process(clock.clone()),
+            subscriptions: subscriptions::Subscriptions::new(
+                Arc::new(subscriptions::InMemoryFeed::default()),
+                Arc::new(quota::InMemoryQuota::default()),
+                clock,
+                subscriptions::ListenPolicy::from_process_env(),
+            ),
         }
     }
 }
@@ -128,7 +139,13 @@ where
     F: FnOnce(Dependencies) -> S,
 {
     let policy = EdgePolicy::from_env(mode).map_err(StartError::Config)?;
+    let subscriptions = deps.subscriptions.clone();
     let endpoint = Arc::new(McpEndpoint::new(build_handler(deps), policy));
+    // Streams held by instances of an older deployment learn from this
+    // that the lists changed (one read per cold start where streams exist).
+    if let Err(error) = subscriptions.record_live().await {
+        tracing::warn!(%error, "could not record this deployment's lists in the change feed");
+    }
     match mode {
         Mode::Lambda => edge::lambda::serve_lambda(endpoint).await.map_err(StartError::Lambda),
         Mode::Local => {

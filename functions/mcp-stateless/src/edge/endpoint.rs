@@ -1,17 +1,19 @@
-//! The edge: one HTTP request in, one buffered HTTP response out.
+//! The edge: one HTTP request in, one HTTP response out, whole
+//! ([`McpEndpoint::handle`]) or streamed as the handler writes it
+//! ([`McpEndpoint::handle_streaming`]).
 //!
-//! Both entry points (Lambda and the local server) call [`McpEndpoint::handle`],
-//! so they behave byte for byte alike. The edge enforces the transport rules
+//! Both entry points (Lambda and the local server) go through the same
+//! checks and rewrites, so they behave byte for byte alike. The edge enforces the transport rules
 //! rmcp leaves to the server (origin, body limits, JSON-RPC framing, the
 //! per-request `_meta` and version headers), builds the [`CallContext`] once,
 //! hands the request to rmcp's stateless Streamable HTTP service, and applies
 //! the -32021 guard to whatever the handler answered.
 
-use std::{sync::Arc, time::Instant};
+use std::{convert::Infallible, sync::Arc, time::Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use rmcp::{
     ServerHandler,
     transport::{
@@ -24,8 +26,10 @@ use serde_json::{Value, json};
 use crate::{
     protocol::capability_guard::missing_capabilities,
     protocol::context::{CallContext, Principal},
-    edge::error::{EdgeError, code, jsonrpc_error_response},
-    edge::policy::{EdgePolicy, MCP_PATH},
+    edge::error::{EdgeError, code},
+    edge::policy::{EdgePolicy, MCP_PATH, Transport},
+    edge::stream::{self, EdgeBody, Rewrite},
+    subscriptions::{MAX_LISTEN_TASK_IDS, TaskIdsFilter},
     edge::protected_resource::ResourceMetadata,
     protocol::SUPPORTED_VERSIONS,
     edge::request_log::RequestLog,
@@ -41,11 +45,14 @@ pub struct EntryFacts {
     pub api_domain: Option<String>,
     /// Verified credentials that name no caller: the request is refused.
     pub unidentified: bool,
+    /// When the invocation must have answered (Lambda's deadline); streams
+    /// end before it.
+    pub deadline: Option<Instant>,
 }
 
 impl Default for EntryFacts {
     fn default() -> Self {
-        Self { principal: Principal::Anonymous, api_domain: None, unidentified: false }
+        Self { principal: Principal::Anonymous, api_domain: None, unidentified: false, deadline: None }
     }
 }
 
@@ -61,11 +68,14 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     pub fn new(handler: S, policy: EdgePolicy) -> Self {
         // rmcp's own Host/Origin checks are off: the edge applies the policy,
         // which in Lambda depends on the event's domain.
+        // Keep-alive comments hold an idle stream open through proxies
+        // (API Gateway drops a REST stream idle for 5 minutes).
+        let keep_alive = (policy.transport == Transport::Streaming).then_some(KEEP_ALIVE);
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
             .with_json_response(true)
             .with_stateless_protocol_metadata_required(true)
-            .with_sse_keep_alive(None)
+            .with_sse_keep_alive(keep_alive)
             .with_sse_retry(None)
             .with_max_request_body_bytes(policy.max_body_bytes)
             .disable_allowed_hosts()
@@ -89,33 +99,50 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         &self.policy
     }
 
+    /// The whole answer, for the buffered transport (and tests): event
+    /// streams are collected first.
     pub async fn handle(&self, request: http::Request<Bytes>) -> http::Response<Bytes> {
         let started = Instant::now();
         let mut log = RequestLog::default();
-        let (mut response, counts) = metrics::scope(self.respond(request, &mut log)).await;
+        let (reply, counts) = metrics::scope(self.respond(request, &mut log, false)).await;
+        let Reply::Whole(mut response) = reply else { unreachable!("a buffered answer is whole") };
         log.finish(self.policy.mode, response.status(), started.elapsed(), &counts);
-        // Answers carry handles, sealed state and per-caller data: nothing
-        // between client and server may keep them, streamed ones included
-        // (rmcp marks its event streams `no-cache`, which still lets a cache
-        // store them). Only a lifetime the edge gave on purpose (the public
-        // metadata's `max-age`) stays. MCP's own caching hints, ttlMs and
-        // cacheScope, are in the result for the client.
-        let headers = response.headers_mut();
-        let public = headers.get(header::CACHE_CONTROL).is_some_and(|value| value.as_bytes().starts_with(b"max-age"));
-        if !public {
-            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        }
+        no_store(response.headers_mut());
         response
     }
 
-    async fn respond(&self, request: http::Request<Bytes>, log: &mut RequestLog) -> http::Response<Bytes> {
+    /// The answer as the handler writes it: progress and log messages
+    /// leave as they are sent, and `subscriptions/listen` streams stay
+    /// open. Answers without an event stream are sent whole.
+    pub async fn handle_streaming(&self, request: http::Request<Bytes>) -> http::Response<EdgeBody> {
+        let started = Instant::now();
+        let mut log = RequestLog::default();
+        let (reply, counts) = metrics::scope(self.respond(request, &mut log, true)).await;
+        match reply {
+            Reply::Whole(mut response) => {
+                log.finish(self.policy.mode, response.status(), started.elapsed(), &counts);
+                no_store(response.headers_mut());
+                response.map(stream::whole)
+            }
+            Reply::Stream { mut parts, body, mut finish, deadline } => {
+                no_store(&mut parts.headers);
+                parts.headers.remove(header::CONTENT_LENGTH);
+                finish.log = Some(Finished { log, mode: self.policy.mode, status: parts.status, started, counts });
+                let id = finish.request_id.clone();
+                let deadline = deadline.map(|at| (at.checked_sub(STREAM_MARGIN).unwrap_or(at), id));
+                http::Response::from_parts(parts, stream::rewritten(body, finish, deadline))
+            }
+        }
+    }
+
+    async fn respond(&self, request: http::Request<Bytes>, log: &mut RequestLog, stream: bool) -> Reply {
         match self.admit(request, log) {
-            Ok(Admitted::Request(request, ctx)) => self.dispatch(request, Some(&ctx), log).await,
-            Ok(Admitted::Other(request)) => self.dispatch(request, None, log).await,
-            Ok(Admitted::Answered(response)) => response,
+            Ok(Admitted::Request(request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, stream).await,
+            Ok(Admitted::Other(request, id)) => self.dispatch(request, None, id, log, stream).await,
+            Ok(Admitted::Answered(response)) => Reply::Whole(response),
             Err((error, id)) => {
                 log.error_code = Some(error.code());
-                error.into_response(id)
+                Reply::Whole(error.into_response(id))
             }
         }
     }
@@ -161,7 +188,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let id = object.get("id").cloned();
         let Some(method) = object.get("method").and_then(Value::as_str) else {
             // A JSON-RPC response or error: rmcp refuses it on a stateless server.
-            return Ok(Admitted::Other(request));
+            return Ok(Admitted::Other(request, id));
         };
         log.method = Some(method.to_owned());
         log.target = object
@@ -171,7 +198,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             .map(str::to_owned);
         if id.is_none() {
             // Notifications carry no `_meta` requirement; rmcp answers 202.
-            return Ok(Admitted::Other(request));
+            return Ok(Admitted::Other(request, None));
         }
         if method == "initialize" {
             // Before the `_meta` check a legacy client's handshake would fail
@@ -193,8 +220,12 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         if let Some(reason) = crate::protocol::params_misfit(method, object.get("params")) {
             return Err((EdgeError::Params(reason), id));
         }
+        if method == "subscriptions/listen" {
+            let task_ids = listen_task_ids(object.get("params"), &ctx).map_err(|e| (e, id.clone()))?;
+            request.extensions_mut().insert(task_ids);
+        }
         request.extensions_mut().insert(ctx.clone());
-        Ok(Admitted::Request(request, ctx))
+        Ok(Admitted::Request(request, ctx, id))
     }
 
     fn check_host_and_origin(&self, request: &http::Request<Bytes>, api_domain: Option<&str>) -> Result<(), EdgeError> {
@@ -217,43 +248,154 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     async fn dispatch(
         &self,
         request: http::Request<Bytes>,
-        ctx: Option<&CallContext>,
+        ctx: Option<CallContext>,
+        request_id: Option<Value>,
         log: &mut RequestLog,
-    ) -> http::Response<Bytes> {
+        stream: bool,
+    ) -> Reply {
         let (parts, body) = request.into_parts();
+        let deadline = parts.extensions.get::<EntryFacts>().and_then(|facts| facts.deadline);
+        let task_ids = parts.extensions.get::<TaskIdsFilter>().cloned().unwrap_or_default();
+        let request_id = request_id.unwrap_or(Value::Null);
         let response = self.rmcp.handle(http::Request::from_parts(parts, Full::new(body))).await;
         let (mut parts, body) = response.into_parts();
+        let mut finish = FinalRewrite { ctx, server_info: self.server_info.clone(), task_ids, request_id, log: None, outcome: None };
+        if stream && is_event_stream(&parts.headers) {
+            return Reply::Stream { parts, body, finish, deadline };
+        }
         // The stateless stream ends with the final response, so buffering it
-        // is bounded by the handler's own run; Lambda needs it buffered anyway.
+        // is bounded by the handler's own run.
         let body = match body.collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(never) => match never {},
         };
         let Some(mut messages) = Messages::parse(&parts.headers, &body) else {
-            return http::Response::from_parts(parts, body);
+            return Reply::Whole(http::Response::from_parts(parts, body));
         };
-        let Some(last) = messages.final_response() else {
-            return http::Response::from_parts(parts, body);
-        };
-        log.record_outcome(last);
-        if let Some(refusal) = ctx.and_then(|ctx| capability_refusal(ctx, last)) {
-            log.result_type = None;
-            log.error_code = Some(code::MISSING_REQUIRED_CLIENT_CAPABILITY);
-            return refusal;
+        for message in &mut messages.messages {
+            finish.message(message);
+        }
+        let (outcome, refused) = finish.outcome.take().unwrap_or_default();
+        log.adopt(outcome);
+        if refused {
+            // Whole, a refusal is the answer alone, with HTTP 400 as the
+            // edge's own errors have.
+            messages.sse = false;
+            messages.messages.retain(|message| message.get("id").is_some());
+            parts.status = StatusCode::BAD_REQUEST;
+            parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        parts.headers.remove(header::CONTENT_LENGTH);
+        Reply::Whole(http::Response::from_parts(parts, messages.render()))
+    }
+}
+
+/// Answers carry handles, sealed state and per-caller data: nothing
+/// between client and server may keep them, streamed ones included (rmcp
+/// marks its event streams `no-cache`, which still lets a cache store
+/// them). Only a lifetime the edge gave on purpose (the public metadata's
+/// `max-age`) stays. MCP's own caching hints, ttlMs and cacheScope, are in
+/// the result for the client.
+fn no_store(headers: &mut HeaderMap) {
+    let public = headers.get(header::CACHE_CONTROL).is_some_and(|value| value.as_bytes().starts_with(b"max-age"));
+    if !public {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+}
+
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+/// How often an idle stream sends a keep-alive comment.
+const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+/// A streamed call is cut this long before the invocation's deadline, so
+/// its final error still reaches the client.
+const STREAM_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What the edge does to the messages the handler sends, whole or streamed.
+struct FinalRewrite {
+    ctx: Option<CallContext>,
+    server_info: Value,
+    task_ids: TaskIdsFilter,
+    request_id: Value,
+    /// Set for a stream: the log line it writes when it ends.
+    log: Option<Finished>,
+    /// What the final response said, and whether it became a refusal.
+    outcome: Option<(RequestLog, bool)>,
+}
+
+struct Finished {
+    log: RequestLog,
+    mode: crate::edge::policy::Mode,
+    status: StatusCode,
+    started: Instant,
+    counts: std::sync::Arc<metrics::Counts>,
+}
+
+impl stream::Rewrite for FinalRewrite {
+    fn message(&mut self, message: &mut Value) {
+        if message.get("method").and_then(Value::as_str) == Some("notifications/subscriptions/acknowledged") {
+            // ext-tasks: the acknowledgement names the task ids agreed to.
+            if !self.task_ids.0.is_empty()
+                && let Some(filter) = message.pointer_mut("/params/notifications").and_then(Value::as_object_mut)
+            {
+                filter.insert("taskIds".into(), json!(self.task_ids.0));
+            }
+            return;
+        }
+        if message.get("id").is_none() || (message.get("result").is_none() && message.get("error").is_none()) {
+            return;
+        }
+        let mut outcome = RequestLog::default();
+        outcome.record_outcome(message);
+        if let Some(error) = self.ctx.as_ref().and_then(|ctx| capability_refusal(ctx, message)) {
+            outcome.result_type = None;
+            outcome.error_code = Some(code::MISSING_REQUIRED_CLIENT_CAPABILITY);
+            *message = json!({"jsonrpc": "2.0", "id": message.get("id").cloned(), "error": error});
+            self.outcome = Some((outcome, true));
+            return;
         }
         // basic/index, "Per-response protocol fields": every result SHOULD
         // identify the server in its _meta; rmcp does so only for discover.
-        if let Some(meta) = last.get_mut("result").and_then(Value::as_object_mut).map(|result| {
+        if let Some(meta) = message.get_mut("result").and_then(Value::as_object_mut).map(|result| {
             result.entry("_meta").or_insert_with(|| json!({}))
         }) && let Some(meta) = meta.as_object_mut()
             && !meta.contains_key(SERVER_INFO_META)
         {
             meta.insert(SERVER_INFO_META.to_owned(), self.server_info.clone());
-            parts.headers.remove(header::CONTENT_LENGTH);
-            return http::Response::from_parts(parts, messages.render());
         }
-        http::Response::from_parts(parts, body)
+        self.outcome = Some((outcome, false));
     }
+
+    fn ended(&mut self) {
+        if let Some(mut finished) = self.log.take() {
+            if let Some((outcome, _)) = self.outcome.take() {
+                finished.log.adopt(outcome);
+            }
+            finished.log.finish(finished.mode, finished.status, finished.started.elapsed(), &finished.counts);
+        }
+    }
+}
+
+/// The `notifications.taskIds` of a listen request: strings, a bounded
+/// number, and only from a client that declared the tasks extension
+/// (ext-tasks, "Task Status Notifications": -32021 otherwise).
+fn listen_task_ids(params: Option<&Value>, ctx: &CallContext) -> Result<TaskIdsFilter, EdgeError> {
+    let Some(ids) = params.and_then(|p| p.pointer("/notifications/taskIds")) else {
+        return Ok(TaskIdsFilter::default());
+    };
+    let ids: Vec<String> = ids
+        .as_array()
+        .and_then(|ids| ids.iter().map(|id| id.as_str().map(str::to_owned)).collect())
+        .ok_or_else(|| EdgeError::Params("notifications.taskIds must be an array of strings".into()))?;
+    if ids.len() > MAX_LISTEN_TASK_IDS {
+        return Err(EdgeError::Params(format!("notifications.taskIds may name at most {MAX_LISTEN_TASK_IDS} tasks")));
+    }
+    if !ids.is_empty() && !ctx.declares("extensions", Some(rmcp::model::TASKS_EXTENSION_ID)) {
+        return Err(EdgeError::MissingCapability(json!({"extensions": {rmcp::model::TASKS_EXTENSION_ID: {}}})));
+    }
+    Ok(TaskIdsFilter(ids))
 }
 
 const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
@@ -284,11 +426,6 @@ impl Messages {
         Some(Self { sse: true, messages })
     }
 
-    /// The response that ends the exchange: the last message with an `id`.
-    fn final_response(&mut self) -> Option<&mut Value> {
-        self.messages.iter_mut().rev().find(|message| message.get("id").is_some())
-    }
-
     fn render(&self) -> Bytes {
         if !self.sse {
             return Bytes::from(self.messages.first().map(Value::to_string).unwrap_or_default());
@@ -303,11 +440,17 @@ impl Messages {
     }
 }
 
+/// What the edge answers: whole, or rmcp's event stream still being written.
+enum Reply {
+    Whole(http::Response<Bytes>),
+    Stream { parts: http::response::Parts, body: BoxBody<Bytes, Infallible>, finish: FinalRewrite, deadline: Option<Instant> },
+}
+
 enum Admitted {
-    /// A JSON-RPC request with a valid context.
-    Request(http::Request<Bytes>, CallContext),
+    /// A JSON-RPC request with a valid context, and its id.
+    Request(http::Request<Bytes>, CallContext, Option<Value>),
     /// A notification or a stray response: rmcp decides.
-    Other(http::Request<Bytes>),
+    Other(http::Request<Bytes>, Option<Value>),
     /// Not MCP: answered at the edge (protected resource metadata).
     Answered(http::Response<Bytes>),
 }
@@ -343,21 +486,18 @@ fn trace_id(traceparent: &str) -> Option<String> {
     (trace.len() == 32 && trace.bytes().all(|b| b.is_ascii_hexdigit())).then(|| trace.to_owned())
 }
 
-/// -32021 instead of an `InputRequiredResult` the client cannot fulfil.
-fn capability_refusal(ctx: &CallContext, message: &Value) -> Option<http::Response<Bytes>> {
+/// The -32021 error sent instead of an `InputRequiredResult` the client
+/// cannot fulfil.
+fn capability_refusal(ctx: &CallContext, message: &Value) -> Option<Value> {
     let result = message.get("result")?;
     if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
         return None;
     }
     let requests = result.get("inputRequests")?.as_object()?;
     let required = missing_capabilities(&ctx.client_capabilities, requests)?;
-    Some(jsonrpc_error_response(
-        StatusCode::BAD_REQUEST,
-        message.get("id").cloned(),
-        json!({
-            "code": code::MISSING_REQUIRED_CLIENT_CAPABILITY,
-            "message": "Missing required client capability",
-            "data": {"requiredCapabilities": required},
-        }),
-    ))
+    Some(json!({
+        "code": code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        "message": "Missing required client capability",
+        "data": {"requiredCapabilities": required},
+    }))
 }

@@ -64,6 +64,10 @@ pub enum EdgeError {
     /// refused, not served as the anonymous caller every such token would share.
     #[error("Unauthorized: the token does not identify a caller (iss and sub are required)")]
     Unidentified,
+    /// The request needs a capability the client did not declare (-32021);
+    /// the value is the `requiredCapabilities` object.
+    #[error("Missing required client capability")]
+    MissingCapability(Value),
 }
 
 impl EdgeError {
@@ -81,6 +85,7 @@ impl EdgeError {
             | Self::Meta(_)
             | Self::Params(_)
             | Self::HeaderMismatch(_)
+            | Self::MissingCapability(_)
             | Self::UnsupportedVersion { .. } => StatusCode::BAD_REQUEST,
         }
     }
@@ -92,6 +97,7 @@ impl EdgeError {
             Self::HeaderMismatch(_) => code::HEADER_MISMATCH,
             Self::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
             Self::Initialize { .. } => code::METHOD_NOT_FOUND,
+            Self::MissingCapability(_) => code::MISSING_REQUIRED_CLIENT_CAPABILITY,
             _ => code::INVALID_REQUEST,
         }
     }
@@ -106,6 +112,7 @@ impl EdgeError {
                 "supported": crate::protocol::SUPPORTED_VERSIONS,
                 "requested": requested,
             })),
+            Self::MissingCapability(required) => Some(json!({"requiredCapabilities": required})),
             _ => None,
         }
     }

@@ -1,26 +1,54 @@
-//! The Lambda entry point: API Gateway HTTP API (payload v2) and Function URL
-//! events through `lambda_http`, buffered responses, the same edge as local.
+//! The Lambda entry point: API Gateway HTTP API (payload v2), REST API
+//! (payload v1) and Function URL events through `lambda_http`, through the
+//! same edge as local. The runner is chosen once, at cold start, from the
+//! deployment's transport: buffered answers for the HTTP API, response
+//! streaming for the REST API and Function URLs.
 
-use std::{convert::Infallible, sync::Arc};
+use std::{
+    convert::Infallible,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, Instant, SystemTime},
+};
 
 use bytes::Bytes;
+use futures::StreamExt;
+use http_body_util::StreamBody;
+use hyper::body::Frame;
 use lambda_http::{Body, RequestExt, request::RequestContext, service_fn};
 use rmcp::ServerHandler;
+use serde_json::Value;
 
 use crate::{
-    protocol::context::Principal,
     edge::endpoint::{EntryFacts, McpEndpoint},
+    edge::policy::Transport,
+    edge::stream::EdgeBody,
+    protocol::context::Principal,
 };
 
 pub async fn serve_lambda<S: ServerHandler + Clone>(endpoint: Arc<McpEndpoint<S>>) -> Result<(), lambda_http::Error> {
-    lambda_http::run(service_fn(move |event: lambda_http::Request| {
-        let endpoint = endpoint.clone();
-        async move { Ok::<_, Infallible>(handle_event(&endpoint, event).await) }
-    }))
-    .await
+    match endpoint.policy().transport {
+        Transport::Buffered => {
+            lambda_http::run(service_fn(move |event: lambda_http::Request| {
+                let endpoint = endpoint.clone();
+                async move { Ok::<_, Infallible>(handle_event(&endpoint, event).await) }
+            }))
+            .await
+        }
+        Transport::Streaming => {
+            lambda_http::run_with_streaming_response(service_fn(move |event: lambda_http::Request| {
+                let endpoint = endpoint.clone();
+                async move { Ok::<_, Infallible>(handle_event_streaming(&endpoint, event).await) }
+            }))
+            .await
+        }
+    }
 }
 
-/// One Lambda event through the edge; public so tests can feed fixtures.
+/// One Lambda event through the edge, answered whole; public so tests can
+/// feed fixtures.
 pub async fn handle_event<S: ServerHandler + Clone>(
     endpoint: &McpEndpoint<S>,
     event: lambda_http::Request,
@@ -35,27 +63,49 @@ pub async fn handle_event<S: ServerHandler + Clone>(
     lambda_http::Response::from_parts(parts, body)
 }
 
+/// One Lambda event through the edge, streamed as the handler writes it.
+pub async fn handle_event_streaming<S: ServerHandler + Clone>(
+    endpoint: &McpEndpoint<S>,
+    event: lambda_http::Request,
+) -> http::Response<EdgeBody> {
+    endpoint.handle_streaming(edge_request(event)).await.map(never_empty)
+}
+
+/// A streamed response whose body stays empty keeps API Gateway waiting
+/// until the function times out (then 502): an empty answer (a
+/// notification's 202) ends with one newline instead.
+fn never_empty(body: EdgeBody) -> EdgeBody {
+    let sent = Arc::new(AtomicBool::new(false));
+    let seen = sent.clone();
+    let frames = http_body_util::BodyStream::new(body).inspect(move |frame| {
+        if frame.as_ref().ok().and_then(|f| f.data_ref()).is_some_and(|data| !data.is_empty()) {
+            seen.store(true, Ordering::Relaxed);
+        }
+    });
+    let tail = futures::stream::once(async move { (!sent.load(Ordering::Relaxed)).then(|| Ok(Frame::data(Bytes::from_static(b"\n")))) })
+        .filter_map(std::future::ready);
+    StreamBody::new(frames.chain(tail).boxed())
+}
+
 /// The principal comes only from the authorizer's verified claims: any
 /// development header the client sends is ignored here.
 fn edge_request(event: lambda_http::Request) -> http::Request<Bytes> {
-    let facts = match event.request_context_ref() {
+    let mut facts = match event.request_context_ref() {
         Some(RequestContext::ApiGatewayV2(ctx)) => {
             let jwt = ctx.authorizer.as_ref().and_then(|a| a.jwt.as_ref());
-            let claim = |name: &str| jwt.and_then(|jwt| jwt.claims.get(name)).filter(|v| !v.trim().is_empty()).cloned();
-            let principal = match (claim("iss"), claim("sub")) {
-                (Some(issuer), Some(subject)) => Some(Principal::Verified { issuer, subject }),
-                _ => None,
-            };
-            EntryFacts {
-                // A verified token without iss or sub fails closed, never
-                // as the anonymous caller every such token would share.
-                unidentified: jwt.is_some() && principal.is_none(),
-                principal: principal.unwrap_or(Principal::Anonymous),
-                api_domain: ctx.domain_name.clone(),
-            }
+            let claims = jwt.map(|jwt| |name: &str| jwt.claims.get(name).cloned());
+            facts_from_claims(claims, ctx.domain_name.clone())
+        }
+        Some(RequestContext::ApiGatewayV1(ctx)) => {
+            // A Cognito user-pool authorizer puts the verified token's
+            // claims in `authorizer.claims`, each as a string.
+            let claims = ctx.authorizer.fields.get("claims").and_then(Value::as_object);
+            let claims = claims.map(|claims| |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned));
+            facts_from_claims(claims, ctx.domain_name.clone())
         }
         _ => EntryFacts::default(),
     };
+    facts.deadline = event.lambda_context_ref().map(|context| deadline_of(context.deadline));
     let (mut parts, body) = event.into_parts();
     parts.extensions.insert(facts);
     let body = match body {
@@ -65,4 +115,28 @@ fn edge_request(event: lambda_http::Request) -> http::Request<Bytes> {
         _ => Bytes::new(),
     };
     http::Request::from_parts(parts, body)
+}
+
+/// `claim` reads one verified claim; `None` when no authorizer verified
+/// anything (auth off).
+fn facts_from_claims(claim: Option<impl Fn(&str) -> Option<String>>, api_domain: Option<String>) -> EntryFacts {
+    let verified = claim.is_some();
+    let principal = claim.and_then(|claim| {
+        let claim = |name: &str| claim(name).filter(|v| !v.trim().is_empty());
+        Some(Principal::Verified { issuer: claim("iss")?, subject: claim("sub")? })
+    });
+    EntryFacts {
+        // A verified token without iss or sub fails closed, never as the
+        // anonymous caller every such token would share.
+        unidentified: verified && principal.is_none(),
+        principal: principal.unwrap_or(Principal::Anonymous),
+        api_domain,
+        deadline: None,
+    }
+}
+
+/// Lambda's deadline (epoch milliseconds) on this process's clock.
+fn deadline_of(epoch_ms: u64) -> Instant {
+    let at = SystemTime::UNIX_EPOCH + Duration::from_millis(epoch_ms);
+    Instant::now() + at.duration_since(SystemTime::now()).unwrap_or_default()
 }

@@ -1,11 +1,12 @@
 //! The local HTTP server: `cargo run -p <function>` with no AWS account and
 //! no emulator. Serves MCP at `/mcp` on `MCP_LOCAL_ADDR` (default
-//! 127.0.0.1:3000) through the same edge as Lambda.
+//! 127.0.0.1:3000) through the same edge as Lambda, streaming unless
+//! `MCP_TRANSPORT=buffered`.
 
 use std::{convert::Infallible, sync::Arc};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use rmcp::ServerHandler;
@@ -15,7 +16,8 @@ use crate::{
     protocol::context::Principal,
     edge::error::EdgeError,
     edge::endpoint::{EntryFacts, McpEndpoint},
-    edge::policy::DEV_PRINCIPAL_HEADER,
+    edge::policy::{DEV_PRINCIPAL_HEADER, Transport},
+    edge::stream::{self, EdgeBody},
 };
 
 pub const DEFAULT_LOCAL_ADDR: &str = "127.0.0.1:3000";
@@ -46,7 +48,7 @@ pub async fn serve_local<S: ServerHandler + Clone>(
         tokio::spawn(async move {
             let service = service_fn(move |request| {
                 let endpoint = endpoint.clone();
-                async move { Ok::<_, Infallible>(local_request(&endpoint, request).await.map(Full::new)) }
+                async move { Ok::<_, Infallible>(local_request(&endpoint, request).await) }
             });
             if let Err(error) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
                 tracing::debug!(%error, "local connection ended");
@@ -58,15 +60,19 @@ pub async fn serve_local<S: ServerHandler + Clone>(
 async fn local_request<S: ServerHandler + Clone>(
     endpoint: &McpEndpoint<S>,
     request: http::Request<Incoming>,
-) -> http::Response<Bytes> {
+) -> http::Response<EdgeBody> {
     let limit = endpoint.policy().max_body_bytes;
     let (mut parts, body) = request.into_parts();
-    let body = match Limited::new(body, limit).collect().await {
+    let body: Bytes = match Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(_) => return EdgeError::BodyTooLarge { limit }.into_response(None),
+        Err(_) => return EdgeError::BodyTooLarge { limit }.into_response(None).map(stream::whole),
     };
     parts.extensions.insert(EntryFacts { principal: dev_principal(&parts.headers), ..EntryFacts::default() });
-    endpoint.handle(http::Request::from_parts(parts, body)).await
+    let request = http::Request::from_parts(parts, body);
+    match endpoint.policy().transport {
+        Transport::Streaming => endpoint.handle_streaming(request).await,
+        Transport::Buffered => endpoint.handle(request).await.map(stream::whole),
+    }
 }
 
 /// Set to `1` to serve the local server beyond loopback anyway.

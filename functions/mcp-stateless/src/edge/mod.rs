@@ -12,3 +12,4 @@ pub mod logging;
 pub mod policy;
 pub mod protected_resource;
 pub mod request_log;
+pub mod stream;

@@ -11,6 +11,29 @@ pub enum Mode {
     Local,
 }
 
+/// How responses leave the function: whole (API Gateway HTTP API, which
+/// cannot stream) or as they are written (a REST API with response
+/// streaming, a Function URL, the local server). Chosen at deploy time
+/// (`MCP_TRANSPORT`), read once at cold start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Buffered,
+    Streaming,
+}
+
+impl Transport {
+    /// `MCP_TRANSPORT` (`buffered` or `streaming`); unset: buffered in
+    /// Lambda (the template's default API), streaming locally.
+    pub fn from_env(mode: Mode) -> Result<Self, String> {
+        match env::var("MCP_TRANSPORT").ok().as_deref().map(str::trim) {
+            None | Some("") => Ok(if mode == Mode::Local { Self::Streaming } else { Self::Buffered }),
+            Some("buffered") => Ok(Self::Buffered),
+            Some("streaming") => Ok(Self::Streaming),
+            Some(other) => Err(format!("MCP_TRANSPORT must be buffered or streaming, not {other:?}")),
+        }
+    }
+}
+
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 pub const MCP_PATH: &str = "/mcp";
 /// Header a developer may use to act as a principal. Honoured only by the
@@ -27,17 +50,18 @@ pub struct EdgePolicy {
     /// Hostnames accepted in a present `Origin`. Empty: the same set as hosts.
     pub allowed_origins: Vec<String>,
     pub max_body_bytes: usize,
+    pub transport: Transport,
 }
 
 const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 impl EdgePolicy {
     pub fn new(mode: Mode) -> Self {
-        Self { mode, allowed_hosts: Vec::new(), allowed_origins: Vec::new(), max_body_bytes: DEFAULT_MAX_BODY_BYTES }
+        Self { mode, allowed_hosts: Vec::new(), allowed_origins: Vec::new(), max_body_bytes: DEFAULT_MAX_BODY_BYTES, transport: Transport::Buffered }
     }
 
-    /// `MCP_ALLOWED_HOSTS`, `MCP_ALLOWED_ORIGINS` (comma-separated hostnames)
-    /// and `MCP_MAX_BODY_BYTES`.
+    /// `MCP_ALLOWED_HOSTS`, `MCP_ALLOWED_ORIGINS` (comma-separated hostnames),
+    /// `MCP_MAX_BODY_BYTES` and `MCP_TRANSPORT`.
     pub fn from_env(mode: Mode) -> Result<Self, String> {
         let list = |name: &str| -> Vec<String> {
             env::var(name)
@@ -51,7 +75,13 @@ impl EdgePolicy {
             Ok(v) => v.parse().map_err(|_| format!("MCP_MAX_BODY_BYTES is not a byte count: {v:?}"))?,
             Err(_) => DEFAULT_MAX_BODY_BYTES,
         };
-        Ok(Self { mode, allowed_hosts: list("MCP_ALLOWED_HOSTS"), allowed_origins: list("MCP_ALLOWED_ORIGINS"), max_body_bytes })
+        Ok(Self {
+            mode,
+            allowed_hosts: list("MCP_ALLOWED_HOSTS"),
+            allowed_origins: list("MCP_ALLOWED_ORIGINS"),
+            max_body_bytes,
+            transport: Transport::from_env(mode)?,
+        })
     }
 
     /// DNS-rebinding defence (basic/transports/streamable-http, "Security Warning").

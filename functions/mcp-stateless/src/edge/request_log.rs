@@ -67,6 +67,14 @@ fn namespace() -> &'static str {
 }
 
 impl RequestLog {
+    /// Takes the outcome (result type, error code) another log recorded.
+    pub fn adopt(&mut self, outcome: RequestLog) {
+        self.result_type = outcome.result_type;
+        if outcome.error_code.is_some() {
+            self.error_code = outcome.error_code;
+        }
+    }
+
     pub fn record_outcome(&mut self, message: &Value) {
         if let Some(code) = message.pointer("/error/code").and_then(Value::as_i64) {
             self.error_code = i32::try_from(code).ok();

@@ -5,6 +5,7 @@
 pub mod arguments;
 pub mod capability_guard;
 pub mod context;
+pub mod report;
 
 use std::borrow::Cow;
 

@@ -1,0 +1,200 @@
+//! Streamed responses: rmcp's event stream passed on frame by frame, as
+//! the handler emits them, with the edge's rewrites applied to each
+//! JSON-RPC message and every stream bounded by the invocation's deadline.
+//!
+//! Lambda does not tell a function that its client hung up, so a stream
+//! that waits on its client would run (and bill) until the function's
+//! timeout; each stream therefore ends on its own: a call cut at its
+//! deadline gets a final error frame, listen streams close themselves
+//! earlier (`subscriptions`).
+
+use std::{convert::Infallible, time::Instant};
+
+use bytes::Bytes;
+use futures::{StreamExt, stream::BoxStream};
+use http_body_util::{BodyExt, StreamBody, combinators::BoxBody};
+use hyper::body::Frame;
+use serde_json::{Value, json};
+
+/// The body both entry points send when they stream.
+pub type EdgeBody = StreamBody<BoxStream<'static, Result<Frame<Bytes>, Infallible>>>;
+
+/// A body that is already whole.
+pub fn whole(bytes: Bytes) -> EdgeBody {
+    let frames = if bytes.is_empty() { Vec::new() } else { vec![Ok(Frame::data(bytes))] };
+    StreamBody::new(futures::stream::iter(frames).boxed())
+}
+
+/// What the edge does to each message of a stream, and once when it ends
+/// (the request's log line, written when the stream is done).
+pub trait Rewrite: Send + 'static {
+    /// Rewrites `message` in place.
+    fn message(&mut self, message: &mut Value);
+    /// The stream ended: after its final response, at its deadline, or
+    /// because the client left (the body was dropped).
+    fn ended(&mut self);
+}
+
+/// The message sent in place of a final response that did not come before
+/// the deadline.
+pub fn out_of_time(id: Value) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": rmcp::model::ErrorCode::INTERNAL_ERROR.0,
+            "message": "The call did not finish within the function's time limit. Make it shorter, or run it as a task.",
+        },
+    })
+}
+
+struct State<R: Rewrite> {
+    inner: BoxBody<Bytes, Infallible>,
+    buffer: Vec<u8>,
+    rewrite: R,
+    /// When the stream is cut, and the id its final error answers.
+    deadline: Option<(tokio::time::Instant, Value)>,
+    done: bool,
+    answered: bool,
+}
+
+impl<R: Rewrite> Drop for State<R> {
+    fn drop(&mut self) {
+        self.rewrite.ended();
+    }
+}
+
+/// rmcp's SSE body, event by event, each JSON-RPC message rewritten.
+pub fn rewritten<R: Rewrite>(inner: BoxBody<Bytes, Infallible>, rewrite: R, deadline: Option<(Instant, Value)>) -> EdgeBody {
+    let state = State {
+        inner,
+        buffer: Vec::new(),
+        rewrite,
+        deadline: deadline.map(|(at, id)| (tokio::time::Instant::from_std(at), id)),
+        done: false,
+        answered: false,
+    };
+    let frames = futures::stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some(event) = take_event(&mut state.buffer) {
+                let event = state.render(&event);
+                return Some((Ok(Frame::data(Bytes::from(event))), state));
+            }
+            if state.done {
+                return None;
+            }
+            let cut = state.deadline.as_ref().map(|(at, _)| *at);
+            tokio::select! {
+                frame = state.inner.frame() => match frame {
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data() {
+                            state.buffer.extend_from_slice(&data);
+                        }
+                    }
+                    Some(Err(never)) => match never {},
+                    None => {
+                        state.done = true;
+                        // A last event without its blank line still goes out.
+                        if !state.buffer.is_empty() {
+                            state.buffer.extend_from_slice(b"\n\n");
+                        }
+                    }
+                },
+                _ = sleep_until(cut) => {
+                    state.done = true;
+                    state.buffer.clear();
+                    if let Some((_, id)) = state.deadline.take().filter(|_| !state.answered) {
+                        tracing::warn!("streamed call cut at the invocation's deadline");
+                        let event = format!("data: {}\n\n", out_of_time(id));
+                        return Some((Ok(Frame::data(Bytes::from(event))), state));
+                    }
+                }
+            }
+        }
+    });
+    StreamBody::new(frames.boxed())
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl<R: Rewrite> State<R> {
+    /// The event with its message rewritten; other lines (comments, which
+    /// carry keep-alives) unchanged.
+    fn render(&mut self, event: &str) -> String {
+        let data: Vec<&str> = event.lines().filter_map(|line| line.strip_prefix("data:")).map(str::trim_start).collect();
+        let Some(mut message) = (!data.is_empty()).then(|| serde_json::from_str::<Value>(&data.join("\n")).ok()).flatten()
+        else {
+            return format!("{event}\n\n");
+        };
+        self.rewrite.message(&mut message);
+        if message.get("id").is_some() && (message.get("result").is_some() || message.get("error").is_some()) {
+            self.answered = true;
+        }
+        let mut out: String = event.lines().filter(|line| !line.starts_with("data:")).map(|line| format!("{line}\n")).collect();
+        out.push_str("data: ");
+        out.push_str(&message.to_string());
+        out.push_str("\n\n");
+        out
+    }
+}
+
+/// The next complete event (without its blank line) from `buffer`.
+fn take_event(buffer: &mut Vec<u8>) -> Option<String> {
+    let end = buffer.windows(2).position(|pair| pair == b"\n\n")?;
+    let event: Vec<u8> = buffer.drain(..end + 2).take(end).collect();
+    Some(String::from_utf8_lossy(&event).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Marks(Arc<Mutex<Vec<String>>>);
+
+    impl Rewrite for Marks {
+        fn message(&mut self, message: &mut Value) {
+            message["seen"] = json!(true);
+            self.0.lock().unwrap().push("message".into());
+        }
+        fn ended(&mut self) {
+            self.0.lock().unwrap().push("ended".into());
+        }
+    }
+
+    fn body_of(chunks: Vec<&'static str>) -> BoxBody<Bytes, Infallible> {
+        let frames = futures::stream::iter(chunks.into_iter().map(|c| Ok::<_, Infallible>(Frame::data(Bytes::from(c)))));
+        BodyExt::boxed(StreamBody::new(frames))
+    }
+
+    async fn text(body: EdgeBody) -> String {
+        String::from_utf8(body.collect().await.unwrap().to_bytes().to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn events_split_across_chunks_are_rewritten_whole_and_comments_pass() {
+        let marks = Marks::default();
+        let body = body_of(vec![":\n\ndata: {\"a\"", ":1}\n\ndata: {\"id\":1,\"result\":{}}\n\n"]);
+        let out = text(rewritten(body, marks.clone(), None)).await;
+        assert_eq!(out, ":\n\ndata: {\"a\":1,\"seen\":true}\n\ndata: {\"id\":1,\"result\":{},\"seen\":true}\n\n");
+        assert_eq!(*marks.0.lock().unwrap(), ["message", "message", "ended"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_without_an_answer_by_its_deadline_gets_a_final_error() {
+        let pending = futures::stream::iter(vec![Ok::<_, Infallible>(Frame::data(Bytes::from("data: {\"method\":\"x\"}\n\n")))])
+            .chain(futures::stream::pending());
+        let body = BodyExt::boxed(StreamBody::new(pending));
+        let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        let out = text(rewritten(body, Marks::default(), Some((deadline, json!(7))))).await;
+        let last: Value = serde_json::from_str(out.trim_end().rsplit("data: ").next().unwrap()).unwrap();
+        assert_eq!(last["id"], 7);
+        assert_eq!(last["error"]["code"], -32603);
+    }
+}

@@ -1,0 +1,204 @@
+//! The change feed: how a `subscriptions/listen` stream held by one
+//! invocation learns what another invocation changed.
+//!
+//! A stream is held by one Lambda invocation; the event it waits for (a
+//! trigger call, a newer deployment going live) happens in another. Both
+//! share only the table, so the feed is one small item there: for each
+//! list (tools, prompts, resources) a counter that any invocation bumps
+//! when the list changes, and the digest of the list the live deployment
+//! serves. A stream reads it every poll interval and compares. Task and
+//! resource updates need no feed of their own: their items carry their
+//! own version, which the stream reads the same way.
+
+use futures::future::BoxFuture;
+
+use crate::storage::{LockedMap, StoreError};
+
+/// The three lists a client can watch for changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListKind {
+    Tools,
+    Prompts,
+    Resources,
+}
+
+impl ListKind {
+    pub const ALL: [ListKind; 3] = [ListKind::Tools, ListKind::Prompts, ListKind::Resources];
+
+    /// The attribute prefix in the feed item.
+    pub fn name(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Prompts => "prompts",
+            ListKind::Resources => "resources",
+        }
+    }
+}
+
+/// One list's state in the feed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListState {
+    /// Bumped on every change; streams compare it with what they saw.
+    pub version: u64,
+    /// Digest of the list the newest deployment serves ("" before any
+    /// deployment recorded one).
+    pub digest: String,
+}
+
+/// The feed item: every list's state, read in one call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lists {
+    pub tools: ListState,
+    pub prompts: ListState,
+    pub resources: ListState,
+}
+
+impl Lists {
+    pub fn get(&self, kind: ListKind) -> &ListState {
+        match kind {
+            ListKind::Tools => &self.tools,
+            ListKind::Prompts => &self.prompts,
+            ListKind::Resources => &self.resources,
+        }
+    }
+
+    pub fn get_mut(&mut self, kind: ListKind) -> &mut ListState {
+        match kind {
+            ListKind::Tools => &mut self.tools,
+            ListKind::Prompts => &mut self.prompts,
+            ListKind::Resources => &mut self.resources,
+        }
+    }
+}
+
+/// The port. One store round trip per call.
+pub trait ChangeFeed: Send + Sync {
+    /// The current state of every list.
+    fn lists(&self) -> BoxFuture<'_, Result<Lists, StoreError>>;
+
+    /// Records a change of `kind` (streams that watch it notify their clients).
+    fn bump(&self, kind: ListKind) -> BoxFuture<'_, Result<(), StoreError>>;
+
+    /// Makes `digests` the lists of the live deployment, bumping each kind
+    /// whose digest differs from the recorded one; `seen` is what the
+    /// caller read, so a concurrent recorder wins instead of both bumping.
+    /// False when `seen` is no longer current (read again and retry).
+    fn record<'a>(&'a self, seen: &'a Lists, digests: &'a ListDigests) -> BoxFuture<'a, Result<bool, StoreError>>;
+}
+
+/// The digests of the lists this build serves.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListDigests {
+    pub tools: String,
+    pub prompts: String,
+    pub resources: String,
+}
+
+impl ListDigests {
+    /// Digests of the lists as their JSON: a deployment that changes a
+    /// tool's name, description or schema changes its list's digest.
+    pub fn of(tools: &serde_json::Value, prompts: &serde_json::Value, resources: &serde_json::Value) -> Self {
+        let digest = |value: &serde_json::Value| {
+            let bytes = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, value.to_string().as_bytes());
+            crate::storage::hex(&bytes.as_ref()[..16])
+        };
+        Self { tools: digest(tools), prompts: digest(prompts), resources: digest(resources) }
+    }
+
+    pub fn get(&self, kind: ListKind) -> &str {
+        match kind {
+            ListKind::Tools => &self.tools,
+            ListKind::Prompts => &self.prompts,
+            ListKind::Resources => &self.resources,
+        }
+    }
+
+    /// The kinds `lists` records another digest for (a deployment other
+    /// than this build's is live, or none recorded yet).
+    pub fn differing(&self, lists: &Lists) -> Vec<ListKind> {
+        ListKind::ALL.into_iter().filter(|kind| lists.get(*kind).digest != self.get(*kind)).collect()
+    }
+}
+
+/// Records `digests` as live unless they already are; retries once when
+/// another instance recorded at the same time. Returns what is recorded.
+pub async fn record_live(feed: &dyn ChangeFeed, digests: &ListDigests) -> Result<Lists, StoreError> {
+    for _ in 0..3 {
+        let seen = feed.lists().await?;
+        if digests.differing(&seen).is_empty() || feed.record(&seen, digests).await? {
+            return feed.lists().await;
+        }
+    }
+    Err(StoreError::Unavailable("the change feed kept changing while recording a deployment".into()))
+}
+
+/// For `cargo run` and unit tests: one process, so every stream and every
+/// change are in it.
+#[derive(Default)]
+pub struct InMemoryFeed {
+    lists: LockedMap<Lists>,
+}
+
+const ITEM: &str = "lists";
+
+impl ChangeFeed for InMemoryFeed {
+    fn lists(&self) -> BoxFuture<'_, Result<Lists, StoreError>> {
+        let lists = self.lists.with(|items| items.get(ITEM).cloned().unwrap_or_default());
+        Box::pin(async move { lists })
+    }
+
+    fn bump(&self, kind: ListKind) -> BoxFuture<'_, Result<(), StoreError>> {
+        let done = self.lists.with(|items| items.entry(ITEM.into()).or_default().get_mut(kind).version += 1);
+        Box::pin(async move { done })
+    }
+
+    fn record<'a>(&'a self, seen: &'a Lists, digests: &'a ListDigests) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let recorded = self.lists.with(|items| {
+            let lists = items.entry(ITEM.into()).or_default();
+            if lists != seen {
+                return false;
+            }
+            for kind in digests.differing(lists) {
+                let state = lists.get_mut(kind);
+                state.version += 1;
+                state.digest = digests.get(kind).to_owned();
+            }
+            true
+        });
+        Box::pin(async move { recorded })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn a_new_deployment_bumps_only_the_lists_it_changed_and_only_once() {
+        let feed = InMemoryFeed::default();
+        let old = ListDigests::of(&json!(["a"]), &json!(["p"]), &json!([]));
+        let first = record_live(&feed, &old).await.unwrap();
+        assert_eq!((first.tools.version, first.prompts.version, first.resources.version), (1, 1, 1));
+
+        let same = record_live(&feed, &old).await.unwrap();
+        assert_eq!(same, first, "recording the live deployment again changes nothing");
+
+        let new = ListDigests::of(&json!(["a", "b"]), &json!(["p"]), &json!([]));
+        let after = record_live(&feed, &new).await.unwrap();
+        assert_eq!(after.tools.version, 2);
+        assert_eq!(after.tools.digest, new.tools);
+        assert_eq!(after.prompts, first.prompts, "prompts did not change");
+        assert_eq!(old.differing(&after), vec![ListKind::Tools], "the old build sees it is no longer live");
+    }
+
+    #[tokio::test]
+    async fn a_stale_read_does_not_record() {
+        let feed = InMemoryFeed::default();
+        let seen = feed.lists().await.unwrap();
+        feed.bump(ListKind::Prompts).await.unwrap();
+        let digests = ListDigests::of(&json!([]), &json!([]), &json!([]));
+        assert!(!feed.record(&seen, &digests).await.unwrap(), "another write came between");
+        assert_eq!(feed.lists().await.unwrap().tools.version, 0);
+    }
+}

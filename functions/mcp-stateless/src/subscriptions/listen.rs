@@ -1,0 +1,171 @@
+//! One `subscriptions/listen` stream: poll what it watches, send what
+//! changed, close gracefully at its bound.
+
+use std::time::Duration;
+
+use rmcp::{
+    ErrorData,
+    model::{
+        NotificationMetaObject, ServerNotification, TaskStatusNotification, TaskStatusNotificationParams,
+    },
+    service::SubscriptionContext,
+};
+use serde_json::Value;
+
+use super::{ListKind, Subscriptions, feed::Lists};
+use crate::{CallContext, EntryFacts, quota::QuotaKey, tasks::Tasks};
+
+/// The `notifications.taskIds` of a listen request. rmcp's filter has no
+/// such field, so the edge reads it from the body (and refuses it without
+/// the tasks extension, -32021) and hands it over as a request extension;
+/// the edge also adds it to the acknowledgement.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskIdsFilter(pub Vec<String>);
+
+const TOO_MANY_STREAMS: &str =
+    "You have too many subscriptions/listen streams open. Close one you no longer need, or wait for one to end.";
+
+/// What is left of the invocation's time when the stream closes itself:
+/// room for the final result to leave before Lambda stops the function.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(2);
+
+impl Subscriptions {
+    /// Runs one stream until the client leaves, its lifetime ends, the
+    /// invocation's deadline nears, or a newer deployment goes live.
+    /// Returning `Ok` makes rmcp send the final result.
+    pub async fn listen(&self, context: SubscriptionContext, tasks: Option<&Tasks>) -> Result<(), ErrorData> {
+        let request = context.request_context();
+        let ctx = CallContext::of(request)?;
+        let parts = request.extensions.get::<http::request::Parts>();
+        let task_ids = parts.and_then(|p| p.extensions.get::<TaskIdsFilter>()).cloned().unwrap_or_default().0;
+        let deadline = parts.and_then(|p| p.extensions.get::<EntryFacts>()).and_then(|facts| facts.deadline);
+
+        let key = QuotaKey::new(&ctx.principal.binding_id(), "lst", self.policy.lifetime, self.clock.now());
+        if !self.quota.take(&key, self.policy.max_per_owner).await.map_err(internal)? {
+            return Err(ErrorData::invalid_request(TOO_MANY_STREAMS, None));
+        }
+        let mut lifetime = self.policy.lifetime;
+        if let Some(deadline) = deadline {
+            lifetime = lifetime.min(deadline.saturating_duration_since(std::time::Instant::now()).saturating_sub(DEADLINE_MARGIN));
+        }
+        let outcome = self.watch(&context, &ctx, tasks, &task_ids, lifetime).await;
+        if let Err(error) = self.quota.give_back(&key).await {
+            tracing::warn!(%error, "open-stream count not given back; it lapses with its window");
+        }
+        outcome
+    }
+
+    async fn watch(
+        &self,
+        context: &SubscriptionContext,
+        ctx: &CallContext,
+        tasks: Option<&Tasks>,
+        task_ids: &[String],
+        lifetime: Duration,
+    ) -> Result<(), ErrorData> {
+        let ends = tokio::time::Instant::now() + lifetime;
+        let accepted = context.accepted();
+        let kinds: Vec<ListKind> = [
+            (ListKind::Tools, accepted.tools_list_changed),
+            (ListKind::Prompts, accepted.prompts_list_changed),
+            (ListKind::Resources, accepted.resources_list_changed),
+        ]
+        .into_iter()
+        .filter_map(|(kind, wanted)| (wanted == Some(true)).then_some(kind))
+        .collect();
+        // A build that knows its lists closes its streams once another
+        // deployment is live, even if the client watches no list.
+        let watch_feed = !kinds.is_empty() || self.digests.get().is_some();
+        let mut seen_lists = if watch_feed { Some(self.feed.lists().await.map_err(internal)?) } else { None };
+        let mut seen_tasks = Vec::new();
+        for id in task_ids {
+            seen_tasks.push((id.as_str(), task_state(tasks, ctx, id).await.map(|(fingerprint, _)| fingerprint)));
+        }
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                _ = tokio::time::sleep_until(ends) => return Ok(()),
+                _ = tokio::time::sleep(self.policy.poll_interval) => {}
+            }
+            if let Some(seen) = seen_lists.as_mut() {
+                match self.feed.lists().await {
+                    Ok(now) => {
+                        let replaced = self.replaced(&now);
+                        for kind in &kinds {
+                            if now.get(*kind).version != seen.get(*kind).version && !send_list_changed(context, *kind).await {
+                                return Ok(());
+                            }
+                        }
+                        *seen = now;
+                        if replaced {
+                            tracing::info!("a newer deployment is live: closing the stream so the client listens to it");
+                            return Ok(());
+                        }
+                    }
+                    // The next poll reads again; a stream outlives a blip.
+                    Err(error) => tracing::warn!(%error, "change feed read failed"),
+                }
+            }
+            for (id, seen) in seen_tasks.iter_mut() {
+                let Some((fingerprint, task)) = task_state(tasks, ctx, id).await else { continue };
+                if seen.as_ref() != Some(&fingerprint) {
+                    *seen = Some(fingerprint);
+                    if !send_task(context, task).await {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether `lists` records a deployment other than this build.
+    fn replaced(&self, lists: &Lists) -> bool {
+        self.digests.get().is_some_and(|digests| {
+            digests.differing(lists).into_iter().any(|kind| !lists.get(kind).digest.is_empty())
+        })
+    }
+}
+
+/// The task as `tasks/get` gives it to `ctx`, and what identifies its
+/// state (everything but `lastUpdatedAt`, which heartbeats move). None for
+/// a task that is unknown or someone else's: both are never notified.
+async fn task_state(
+    tasks: Option<&Tasks>,
+    ctx: &CallContext,
+    id: &str,
+) -> Option<(String, rmcp::model::DetailedTask)> {
+    let result = tasks?.get(ctx, id).await.ok()?;
+    let mut value = serde_json::to_value(&result.task).ok()?;
+    if let Value::Object(object) = &mut value {
+        object.remove("lastUpdatedAt");
+    }
+    Some((value.to_string(), result.task))
+}
+
+/// False once the stream is gone.
+async fn send_list_changed(context: &SubscriptionContext, kind: ListKind) -> bool {
+    let sink = context.sink();
+    let sent = match kind {
+        ListKind::Tools => sink.notify_tool_list_changed().await,
+        ListKind::Prompts => sink.notify_prompt_list_changed().await,
+        ListKind::Resources => sink.notify_resource_list_changed().await,
+    };
+    sent.is_ok()
+}
+
+/// `notifications/tasks` with the full task (ext-tasks, "Task Status
+/// Notifications"). rmcp's sink does not route these yet, so the
+/// subscription id is set here as the sink would.
+async fn send_task(context: &SubscriptionContext, task: rmcp::model::DetailedTask) -> bool {
+    let request = context.request_context();
+    let mut meta = NotificationMetaObject::new();
+    meta.set_subscription_id(request.id.clone());
+    let params = TaskStatusNotificationParams::new(task).with_meta(meta);
+    let notification = ServerNotification::TaskStatusNotification(TaskStatusNotification::new(params));
+    request.peer.send_notification(notification).await.is_ok()
+}
+
+fn internal(error: crate::storage::StoreError) -> ErrorData {
+    tracing::error!(%error, "listen stream store call failed");
+    ErrorData::internal_error("The server could not read its state. Listen again shortly.", None)
+}

@@ -1,0 +1,191 @@
+//! `subscriptions/listen` (basic/patterns/subscriptions) across instances.
+//!
+//! A stream is held by one invocation for at most its lifetime; what it
+//! reports happens anywhere: a list bumped through the [`feed`], a newer
+//! deployment recorded in it, a task record another invocation or the
+//! worker wrote. The stream polls those at [`ListenPolicy::poll_interval`]
+//! and sends what changed; rmcp sends the acknowledgement first and the
+//! final result (the graceful close) when [`Subscriptions::listen`]
+//! returns. Streams exist only where responses stream: a buffered
+//! transport advertises nothing and answers -32601.
+
+pub mod feed;
+mod listen;
+
+use std::{
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
+
+use rmcp::model::{ServerCapabilities, SubscriptionFilter};
+
+use crate::{
+    clock::Clock,
+    edge::policy::Transport,
+    quota::CreationQuota,
+    storage::StoreError,
+};
+pub use feed::{ChangeFeed, InMemoryFeed, ListDigests, ListKind};
+pub use listen::TaskIdsFilter;
+
+/// Task ids one stream may watch: each is read every poll interval.
+pub const MAX_LISTEN_TASK_IDS: usize = 20;
+
+/// How streams behave; from the environment once per cold start.
+#[derive(Debug, Clone)]
+pub struct ListenPolicy {
+    /// Whether responses stream here (the local server, or Lambda with
+    /// `MCP_TRANSPORT=streaming`); nothing is advertised otherwise.
+    pub enabled: bool,
+    /// A stream closes gracefully after this long (`MCP_LISTEN_SECONDS`),
+    /// or sooner before the invocation's deadline, and the client listens
+    /// again: no stream outlives the invocation that holds it.
+    pub lifetime: Duration,
+    /// How often a stream reads the feed and its tasks (`MCP_FEED_POLL_MS`).
+    pub poll_interval: Duration,
+    /// Open streams per caller, across instances (`MCP_LISTEN_MAX_PER_OWNER`).
+    pub max_per_owner: u32,
+}
+
+impl ListenPolicy {
+    pub const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
+    pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(250);
+
+    pub fn new(enabled: bool) -> Self {
+        Self {
+            enabled,
+            lifetime: Self::DEFAULT_LIFETIME,
+            poll_interval: Self::DEFAULT_POLL_INTERVAL,
+            max_per_owner: 5,
+        }
+    }
+
+    /// For this process: its mode and `MCP_TRANSPORT` decide whether
+    /// streams exist (a bad `MCP_TRANSPORT` stops the start elsewhere).
+    pub fn from_process_env() -> Self {
+        let mode = crate::detect_mode();
+        Self::from_env(Transport::from_env(mode).unwrap_or(Transport::Buffered))
+    }
+
+    pub fn from_env(transport: Transport) -> Self {
+        let number = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok());
+        let defaults = Self::new(transport == Transport::Streaming);
+        Self {
+            lifetime: number("MCP_LISTEN_SECONDS").map_or(defaults.lifetime, Duration::from_secs),
+            poll_interval: number("MCP_FEED_POLL_MS").map_or(defaults.poll_interval, |ms| Duration::from_millis(ms.max(10))),
+            max_per_owner: number("MCP_LISTEN_MAX_PER_OWNER")
+                .map_or(defaults.max_per_owner, |n| n.min(u64::from(u32::MAX)) as u32),
+            ..defaults
+        }
+    }
+}
+
+/// The request side of listen streams: cheap to clone, built once per
+/// cold start and given to the handler in [`crate::Dependencies`].
+#[derive(Clone)]
+pub struct Subscriptions {
+    feed: Arc<dyn ChangeFeed>,
+    quota: Arc<dyn CreationQuota>,
+    clock: Arc<dyn Clock>,
+    policy: ListenPolicy,
+    /// The lists this build serves, set by the handler it is built into.
+    digests: Arc<OnceLock<ListDigests>>,
+}
+
+impl Subscriptions {
+    pub fn new(feed: Arc<dyn ChangeFeed>, quota: Arc<dyn CreationQuota>, clock: Arc<dyn Clock>, policy: ListenPolicy) -> Self {
+        Self { feed, quota, clock, policy, digests: Arc::default() }
+    }
+
+    pub fn policy(&self) -> &ListenPolicy {
+        &self.policy
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.policy.enabled
+    }
+
+    /// Tells streams which lists this build serves, so that they see when
+    /// a deployment serving other lists goes live. The handler calls it
+    /// once, when it is built.
+    pub fn serve_lists(&self, digests: ListDigests) {
+        let _ = self.digests.set(digests);
+    }
+
+    /// Records this build's lists as the live ones (at cold start): streams
+    /// held by older instances then notify their clients and close. Once
+    /// per cold start, and only where streams exist.
+    pub async fn record_live(&self) -> Result<(), StoreError> {
+        match self.digests.get() {
+            Some(digests) if self.enabled() => feed::record_live(self.feed.as_ref(), digests).await.map(drop),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records a change of `kind`, for every stream that watches it, on
+    /// any instance. A tool that changes what a list shows calls it.
+    pub async fn list_changed(&self, kind: ListKind) -> Result<(), rmcp::ErrorData> {
+        self.feed.bump(kind).await.map_err(|error| {
+            tracing::error!(%error, "change feed bump failed");
+            rmcp::ErrorData::internal_error("The change could not be recorded. Try again.", None)
+        })
+    }
+
+    /// Adds `listChanged` (and `subscribe` when `resource_updates`) to the
+    /// capabilities the handler declares, where streams exist.
+    pub fn advertise(&self, mut capabilities: ServerCapabilities, resource_updates: bool) -> ServerCapabilities {
+        if !self.enabled() {
+            return capabilities;
+        }
+        if let Some(tools) = capabilities.tools.as_mut() {
+            tools.list_changed = Some(true);
+        }
+        if let Some(prompts) = capabilities.prompts.as_mut() {
+            prompts.list_changed = Some(true);
+        }
+        if let Some(resources) = capabilities.resources.as_mut() {
+            resources.list_changed = Some(true);
+            if resource_updates {
+                resources.subscribe = Some(true);
+            }
+        }
+        capabilities
+    }
+
+    /// What a stream accepts of `requested`: `None` (-32601) where streams
+    /// do not exist. rmcp narrows it further to what is advertised.
+    pub fn accepted(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        self.enabled().then(|| requested.clone())
+    }
+}
+
+/// Implements `accepted_subscription_filter` and `listen` on a handler
+/// through its [`Subscriptions`] field, with its [`crate::tasks::Tasks`]
+/// for `taskIds` (the second form: no tasks).
+#[macro_export]
+macro_rules! listen_methods {
+    ($field:ident, $tasks:ident) => {
+        fn accepted_subscription_filter(
+            &self,
+            requested: &::rmcp::model::SubscriptionFilter,
+        ) -> Option<::rmcp::model::SubscriptionFilter> {
+            self.$field.accepted(requested)
+        }
+
+        async fn listen(&self, context: ::rmcp::service::SubscriptionContext) -> Result<(), ::rmcp::ErrorData> {
+            self.$field.listen(context, Some(&self.$tasks)).await
+        }
+    };
+    ($field:ident) => {
+        fn accepted_subscription_filter(
+            &self,
+            requested: &::rmcp::model::SubscriptionFilter,
+        ) -> Option<::rmcp::model::SubscriptionFilter> {
+            self.$field.accepted(requested)
+        }
+
+        async fn listen(&self, context: ::rmcp::service::SubscriptionContext) -> Result<(), ::rmcp::ErrorData> {
+            self.$field.listen(context, None).await
+        }
+    };
+}
