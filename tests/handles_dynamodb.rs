@@ -213,7 +213,8 @@ async fn dynamodb_down_is_an_internal_error_and_bad_handles_never_reach_it() {
             "e2e",
         ),
         handles: Handles::new(store, clock.clone()),
-        tasks: mcp_stateless::tasks::TaskBackend::in_process(clock),
+        tasks: mcp_stateless::tasks::TaskBackend::in_process(clock.clone()),
+        subscriptions: mcp_stateless::subscriptions::Subscriptions::in_process(clock),
     };
     let addr = start_fixtures_with(deps).await;
     let created = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;

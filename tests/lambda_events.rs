@@ -1,7 +1,7 @@
-//! The Lambda entry point fed real API Gateway HTTP API (payload v2) and
-//! Function URL events, kept as fixtures in `tests/fixtures/`: the same
-//! answers as the local server, and a principal taken from the authorizer
-//! only.
+//! The Lambda entry point fed real API Gateway HTTP API (payload v2), REST
+//! API (payload v1) and Function URL events, kept as fixtures in
+//! `tests/fixtures/`: the same answers as the local server, buffered or
+//! streamed, and a principal taken from the authorizer only.
 
 use e2e::*;
 use lambda_http::{Body, request::LambdaRequest};
@@ -93,6 +93,7 @@ async fn protected_resource_metadata_is_served_without_auth_at_both_paths() {
         authorization_servers: vec!["https://issuer.example.com/".into()],
         scopes_supported: vec!["mcp".into()],
         resource: None,
+        base_path: String::new(),
     };
     let endpoint = fixtures(Mode::Lambda).with_resource_metadata(metadata);
     for path in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] {
@@ -126,4 +127,60 @@ async fn a_verified_token_without_a_subject_or_issuer_is_refused_not_anonymous()
         let Body::Text(text) = response.body() else { panic!("a JSON-RPC error body") };
         assert!(text.contains("iss and sub are required"), "{text}");
     }
+}
+
+#[tokio::test]
+async fn a_rest_event_takes_its_principal_from_the_cognito_claims_only() {
+    // The fixture also sends `x-mcp-dev-principal: mallory`, and its path
+    // carries the stage (`/api/mcp`) as lambda_http builds it.
+    let (request, _) = fixture("apigw-rest-whoami.json");
+    let response = mcp_stateless::edge::lambda::handle_event(&fixtures(Mode::Lambda), request).await;
+    assert_eq!(response.status(), 200);
+    let Body::Text(text) = response.body() else { panic!("a JSON body") };
+    let message: Value = serde_json::from_str(text).unwrap();
+    let issuer = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Example";
+    assert_eq!(message["result"]["content"][0]["text"], verified(issuer, "user-7"));
+
+    // Streamed, the same answer.
+    let (request, _) = fixture("apigw-rest-whoami.json");
+    let response = mcp_stateless::edge::lambda::handle_event_streaming(&fixtures(Mode::Lambda), request).await;
+    assert_eq!(response.status(), 200);
+    let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+    let streamed: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(streamed, message);
+
+    // Claims without a subject: refused, never the anonymous caller.
+    let path = format!("{}/fixtures/apigw-rest-whoami.json", env!("CARGO_MANIFEST_DIR"));
+    let mut event: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    event["requestContext"]["authorizer"]["claims"].as_object_mut().unwrap().remove("sub");
+    let request: lambda_http::Request = serde_json::from_value::<LambdaRequest>(event.clone()).unwrap().into();
+    assert_eq!(mcp_stateless::edge::lambda::handle_event(&fixtures(Mode::Lambda), request).await.status(), 401);
+
+    // No authorizer (AuthMode none): anonymous.
+    event["requestContext"].as_object_mut().unwrap().remove("authorizer");
+    let request: lambda_http::Request = serde_json::from_value::<LambdaRequest>(event).unwrap().into();
+    let response = mcp_stateless::edge::lambda::handle_event(&fixtures(Mode::Lambda), request).await;
+    let Body::Text(text) = response.body() else { panic!("a JSON body") };
+    assert_eq!(serde_json::from_str::<Value>(text).unwrap()["result"]["content"][0]["text"], "\"Anonymous\"");
+}
+
+#[tokio::test]
+async fn a_streamed_empty_answer_is_never_an_empty_body() {
+    // A notification's 202 has no body; streamed through API Gateway an
+    // empty body would hang until the function's timeout.
+    let path = format!("{}/fixtures/apigw-rest-whoami.json", env!("CARGO_MANIFEST_DIR"));
+    let mut event: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    event["body"] = json!(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}).to_string());
+    for headers in ["headers", "multiValueHeaders"] {
+        let headers = event[headers].as_object_mut().unwrap();
+        headers.remove("Mcp-Name");
+        let method = if headers.contains_key("Mcp-Method") && headers["Mcp-Method"].is_array() { json!(["notifications/cancelled"]) } else { json!("notifications/cancelled") };
+        headers.insert("Mcp-Method".into(), method);
+    }
+    let request: lambda_http::Request = serde_json::from_value::<LambdaRequest>(event).unwrap().into();
+    let response = mcp_stateless::edge::lambda::handle_event_streaming(&fixtures(Mode::Lambda), request).await;
+    let status = response.status();
+    let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+    assert_eq!(status, 202, "{body:?}");
+    assert_eq!(&body[..], b"\n");
 }

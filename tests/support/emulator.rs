@@ -205,7 +205,13 @@ pub async fn deps_with_kms_at(kms_endpoint: &str, key: &str, table: &str, audien
             audience,
         ),
         handles: Handles::new(store.clone(), clock.clone()),
-        tasks: mcp_stateless::tasks::TaskBackend::in_process_with_store(store, clock),
+        tasks: mcp_stateless::tasks::TaskBackend::in_process_with_store(store.clone(), clock.clone()),
+        subscriptions: mcp_stateless::subscriptions::Subscriptions::new(
+            store.clone(),
+            store,
+            clock,
+            mcp_stateless::subscriptions::ListenPolicy::new(true),
+        ),
     }
 }
 

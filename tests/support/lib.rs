@@ -4,6 +4,7 @@
 pub mod emulator;
 pub mod fault_proxy;
 pub mod fixture_server;
+pub mod streams;
 pub mod tasks;
 
 use std::{net::SocketAddr, sync::Arc};
@@ -13,6 +14,8 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use mcp_stateless::{Dependencies, EdgePolicy, McpEndpoint, Mode};
 use serde_json::{Value, json};
+
+pub use streams::{EventStream, stream_call};
 
 pub const VERSION: &str = "2026-07-28";
 

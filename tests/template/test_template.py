@@ -1,6 +1,8 @@
 """template.yaml, translated to CloudFormation offline, against what the code
 depends on: environment variables, the table's key and TTL attribute, the
-KMS encryption context, least-privilege IAM, and the API's routes and auth.
+KMS encryption context, least-privilege IAM, and the API's routes and auth
+for both transports (buffered: an HTTP API; streaming: a REST API whose
+integrations stream the function's response).
 
 The code's names are read from the Rust sources, so a rename on either side
 fails here.
@@ -30,6 +32,8 @@ OPTIONAL = {
     "MCP_TASK_MAX_PER_OWNER",
     "MCP_AWS_ATTEMPT_TIMEOUT_MS",
     "MCP_AWS_OPERATION_TIMEOUT_MS",
+    "MCP_FEED_POLL_MS",
+    "MCP_LISTEN_MAX_PER_OWNER",
 }
 # Read only by the worker function.
 WORKER_ONLY = {"MCP_TASK_DEAD_LETTER_QUEUE_ARN"}
@@ -40,6 +44,51 @@ TIMINGS = ROOT / "functions" / "mcp-stateless" / "src" / "tasks" / "timings.rs"
 # tasks, used token ids, creation counts. The worker's are the task kind's.
 REQUEST_KEY_PREFIXES = ["handle#*", "jti#*", "quota#*"]
 WORKER_KEY_PREFIXES = ["handle#tsk#*", "quota#tsk#*"]
+# The change feed subscriptions/listen streams read and writers bump.
+FEED_KEY_PREFIX = "feed#*"
+# What each DynamoDB action of the request function may touch.
+REQUEST_KEYS_BY_ACTION = {
+    "dynamodb:GetItem": {*REQUEST_KEY_PREFIXES, FEED_KEY_PREFIX},
+    "dynamodb:PutItem": set(REQUEST_KEY_PREFIXES),
+    "dynamodb:UpdateItem": {*REQUEST_KEY_PREFIXES, FEED_KEY_PREFIX},
+    "dynamodb:DeleteItem": set(REQUEST_KEY_PREFIXES),
+    # A listen stream reads its watched items in one call.
+    "dynamodb:BatchGetItem": {"handle#*", FEED_KEY_PREFIX},
+}
+# Every deployable AuthMode and Transport; jwt with streaming is refused.
+COMBINATIONS = [
+    ("cognito", "buffered"),
+    ("jwt", "buffered"),
+    ("none", "buffered"),
+    ("cognito", "streaming"),
+    ("none", "streaming"),
+]
+# The REST stage clients see in the path (MCP_BASE_PATH is /STAGE).
+REST_STAGE = "api"
+HTTP_API = {
+    "McpApi",
+    "McpIntegration",
+    "McpRoute",
+    "ResourceMetadataRoute",
+    "ResourceMetadataForMcpRoute",
+    "McpStage",
+    "McpInvokePermission",
+}
+REST_API = {
+    "McpRestApi",
+    "McpRestResource",
+    "WellKnownRestResource",
+    "ResourceMetadataRestResource",
+    "ResourceMetadataForMcpRestResource",
+    "McpRestMethod",
+    "ResourceMetadataRestMethod",
+    "ResourceMetadataForMcpRestMethod",
+    "McpRestStage",
+    "McpRestInvokePermission",
+}
+REST_COGNITO = {"McpRestAuthorizer", "McpRestUnauthorizedResponse", "McpRestAccessDeniedResponse", "McpRestDeploymentCognito"}
+REST_OPEN = {"McpRestDeploymentOpen"}
+METADATA_PATHS = ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp")
 
 
 class NoManagedPolicies:
@@ -79,6 +128,10 @@ def resolve(template, params):
         if "Fn::Equals" in expression:
             left, right = (values[v["Ref"]] if isinstance(v, dict) else str(v) for v in expression["Fn::Equals"])
             return left == right
+        if "Fn::And" in expression:
+            return all(holds(e) for e in expression["Fn::And"])
+        if "Fn::Or" in expression:
+            return any(holds(e) for e in expression["Fn::Or"])
         if "Fn::Not" in expression:
             return not holds(expression["Fn::Not"][0])
         if "Condition" in expression:
@@ -108,8 +161,18 @@ def resolve(template, params):
     return dict(template, Resources=walk(kept), Outputs=walk(outputs))
 
 
+def canonical(node):
+    """The template as CloudFormation reads it: the YAML reader writes the
+    short form !Condition as Fn::Condition; CloudFormation's is Condition."""
+    if isinstance(node, dict):
+        return {("Condition" if k == "Fn::Condition" else k): canonical(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [canonical(v) for v in node]
+    return node
+
+
 def translate(auth_mode, **overrides):
-    sam = load_template(ROOT / "template.yaml")
+    sam = canonical(load_template(ROOT / "template.yaml"))
     # What `sam package` does before CloudFormation sees the template.
     for resource in sam["Resources"].values():
         if resource["Type"] == "AWS::Serverless::Function":
@@ -118,9 +181,20 @@ def translate(auth_mode, **overrides):
     return resolve(transform(sam, params, NoManagedPolicies()), params)
 
 
-@pytest.fixture(scope="module", params=["cognito", "jwt", "none"])
+@pytest.fixture(scope="module", params=COMBINATIONS, ids="-".join)
 def cfn(request):
-    return translate(request.param), request.param
+    mode, transport = request.param
+    return translate(mode, Transport=transport), mode, transport
+
+
+@pytest.fixture(scope="module", params=["cognito", "jwt", "none"])
+def buffered(request):
+    return translate(request.param, Transport="buffered"), request.param
+
+
+@pytest.fixture(scope="module", params=["cognito", "none"])
+def streaming(request):
+    return translate(request.param, Transport="streaming"), request.param
 
 
 def resources(template, type_name):
@@ -140,7 +214,7 @@ def function(template, logical_id):
 
 
 def test_function_gets_every_variable_the_code_reads(cfn):
-    template, _ = cfn
+    template, _, _ = cfn
     assert set(resources(template, "AWS::Lambda::Function")) == {"McpFunction", "TaskWorkerFunction"}
     function_ = function(template, "McpFunction")
     declared = set(function_["Environment"]["Variables"])
@@ -148,11 +222,10 @@ def test_function_gets_every_variable_the_code_reads(cfn):
     assert not missing, f"template.yaml does not set {sorted(missing)}"
     assert function_["Runtime"] == "provided.al2023"
     assert function_["Architectures"] == ["arm64"]
-    assert function_["Timeout"] < 29, "must end before API Gateway's 29 s integration timeout"
 
 
 def test_worker_is_fed_by_the_task_queue_and_its_dead_letter_queue(cfn):
-    template, _ = cfn
+    template, _, _ = cfn
     worker = function(template, "TaskWorkerFunction")
     variables = worker["Environment"]["Variables"]
     assert variables["MCP_TABLE_NAME"] == {"Ref": "StateTable"}
@@ -170,7 +243,7 @@ def test_worker_is_fed_by_the_task_queue_and_its_dead_letter_queue(cfn):
 
 
 def test_queue_visibility_is_six_times_the_worker_timeout(cfn):
-    template, _ = cfn
+    template, _, _ = cfn
     queue = template["Resources"]["TaskQueue"]["Properties"]
     assert queue["VisibilityTimeout"] == {"Fn::FindInMap": ["WorkerTimeouts", {"Ref": "WorkerTimeout"}, "VisibilityTimeout"]}
     allowed = template["Parameters"]["WorkerTimeout"]["AllowedValues"]
@@ -186,7 +259,7 @@ def test_queue_visibility_is_six_times_the_worker_timeout(cfn):
 
 
 def test_both_functions_get_the_timings_the_tasks_are_derived_from(cfn):
-    template, _ = cfn
+    template, _, _ = cfn
     for name in ("McpFunction", "TaskWorkerFunction"):
         variables = function(template, name)["Environment"]["Variables"]
         assert variables["MCP_WORKER_TIMEOUT_SECONDS"] == {"Ref": "WorkerTimeout"}, name
@@ -224,7 +297,7 @@ def actions_of(template, role, service):
 
 
 def test_each_function_may_do_only_its_part_with_tasks(cfn):
-    template, _ = cfn
+    template, _, _ = cfn
     # The request function enqueues, to its queue only; it never consumes.
     send = [s for s in role_statements(template, "McpFunctionRole") if "sqs:SendMessage" in listed(s["Action"])]
     assert actions_of(template, "McpFunctionRole", "sqs") == {"sqs:SendMessage"}
@@ -243,14 +316,30 @@ def test_each_function_may_do_only_its_part_with_tasks(cfn):
     }
 
 
-def test_each_role_reaches_only_its_own_partition_keys(cfn):
-    template, _ = cfn
-    for role, prefixes in (("McpFunctionRole", REQUEST_KEY_PREFIXES), ("TaskWorkerRole", WORKER_KEY_PREFIXES)):
-        dynamo = [s for s in role_statements(template, role) if any(a.startswith("dynamodb:") for a in listed(s["Action"]))]
-        assert len(dynamo) == 1, role
+def keys_by_action(template, role):
+    """The partition-key patterns each DynamoDB action of `role` may touch,
+    over all its statements."""
+    allowed = {}
+    for statement in role_statements(template, role):
+        actions = [a for a in listed(statement["Action"]) if a.startswith("dynamodb:")]
+        if not actions:
+            continue
         # ForAllValues: every key the request names must match (ForAnyValue
-        # would let one matching key carry others along).
-        assert dynamo[0]["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": prefixes}}, role
+        # would let one matching key carry others along). Nothing else.
+        assert statement["Effect"] == "Allow" and set(statement["Condition"]) == {"ForAllValues:StringLike"}, statement
+        condition = statement["Condition"]["ForAllValues:StringLike"]
+        assert set(condition) == {"dynamodb:LeadingKeys"}, statement
+        for action in actions:
+            allowed.setdefault(action, set()).update(condition["dynamodb:LeadingKeys"])
+    return allowed
+
+
+def test_each_role_reaches_only_its_own_partition_keys(cfn):
+    template, _, _ = cfn
+    assert keys_by_action(template, "McpFunctionRole") == REQUEST_KEYS_BY_ACTION
+    worker = [s for s in role_statements(template, "TaskWorkerRole") if any(a.startswith("dynamodb:") for a in listed(s["Action"]))]
+    assert len(worker) == 1
+    assert worker[0]["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": WORKER_KEY_PREFIXES}}
     # The worker runs task tools: no other kind's handles, no token ids.
     for prefix in WORKER_KEY_PREFIXES:
         scheme, kind, rest = prefix.split("#", 2)
@@ -268,7 +357,7 @@ def queue_policy(template, queue):
 
 
 def test_only_the_request_function_sends_tasks_and_only_the_redrive_dead_letters(cfn):
-    template, _ = cfn
+    template, _, _ = cfn
     assert len(resources(template, "AWS::SQS::QueuePolicy")) == 2
     assert function(template, "McpFunction")["Role"] == {"Fn::GetAtt": ["McpFunctionRole", "Arn"]}
     # Explicit denies, so no grant elsewhere in the account can send.
@@ -290,7 +379,7 @@ def test_only_the_request_function_sends_tasks_and_only_the_redrive_dead_letters
 
 
 def test_table_matches_what_the_code_writes(cfn):
-    template, _ = cfn
+    template, _, _ = cfn
     table = the(template, "AWS::DynamoDB::Table")
     assert table["TimeToLiveSpecification"] == {"AttributeName": rust_constant("TTL_ATTRIBUTE"), "Enabled": True}
     assert table["KeySchema"] == [{"AttributeName": rust_constant("PARTITION_KEY"), "KeyType": "HASH"}]
@@ -312,7 +401,7 @@ def listed(value):
 
 
 def test_iam_has_no_wildcard_action_or_resource(cfn):
-    template, _ = cfn
+    template, _, _ = cfn
     statements = list(iam_statements(template))
     assert statements
     for role in resources(template, "AWS::IAM::Role").values():
@@ -330,7 +419,7 @@ def test_iam_has_no_wildcard_action_or_resource(cfn):
 
 
 def test_kms_use_is_conditioned_on_the_context_the_code_sends(cfn):
-    template, _ = cfn
+    template, _, _ = cfn
     kms = [s for s in iam_statements(template) if any(a.startswith("kms:") for a in listed(s["Action"]))]
     assert len(kms) == 1
     assert sorted(listed(kms[0]["Action"])) == ["kms:Decrypt", "kms:GenerateDataKey"]
@@ -345,16 +434,19 @@ def test_kms_use_is_conditioned_on_the_context_the_code_sends(cfn):
 
 
 def test_dynamodb_actions_are_item_actions_on_the_table(cfn):
-    template, _ = cfn
+    template, _, _ = cfn
     dynamo = [s for s in iam_statements(template) if any(a.startswith("dynamodb:") for a in listed(s["Action"]))]
-    assert len(dynamo) == 2, "one statement per function's role"
+    assert dynamo
+    item_actions = {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem"}
     for statement in dynamo:
-        assert set(listed(statement["Action"])) <= {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+        assert set(listed(statement["Action"])) <= item_actions, "no Query, Scan or table actions"
         assert listed(statement["Resource"]) == [{"Fn::GetAtt": ["StateTable", "Arn"]}]
+    # Only the request function batch-reads (its listen streams).
+    assert "dynamodb:BatchGetItem" not in actions_of(template, "TaskWorkerRole", "dynamodb")
 
 
-def test_routes_and_auth(cfn):
-    template, mode = cfn
+def test_routes_and_auth(buffered):
+    template, mode = buffered
     routes = {r["Properties"]["RouteKey"]: r["Properties"] for r in resources(template, "AWS::ApiGatewayV2::Route").values()}
     assert set(routes) == {
         "POST /mcp",
@@ -396,7 +488,7 @@ def test_jwt_mode_cannot_be_deployed_without_issuer_audience_or_scopes():
 
 
 def test_cognito_mode_signs_in_with_pkce_and_the_authorizer_trusts_it(cfn):
-    template, mode = cfn
+    template, mode, transport = cfn
     cognito = {k for k, r in template["Resources"].items() if r["Type"].startswith("AWS::Cognito::")}
     if mode != "cognito":
         assert not cognito, "only AuthMode cognito creates a user pool"
@@ -415,18 +507,25 @@ def test_cognito_mode_signs_in_with_pkce_and_the_authorizer_trusts_it(cfn):
     variables = function(template, "McpFunction")["Environment"]["Variables"]
     assert variables["MCP_SCOPES_SUPPORTED"] == scope, "the metadata publishes the scope tokens carry"
     issuer = {"Fn::Sub": "https://cognito-idp.${AWS::Region}.${AWS::URLSuffix}/${UserPool}"}
-    jwt = template["Resources"]["JwtAuthorizer"]["Properties"]["JwtConfiguration"]
-    assert jwt["Issuer"] == issuer and variables["MCP_AUTHORIZATION_SERVERS"] == issuer
-    assert jwt["Audience"] == [{"Ref": "UserPoolClient"}], "Cognito access tokens carry the client id"
+    assert variables["MCP_AUTHORIZATION_SERVERS"] == issuer
+    if transport == "buffered":
+        jwt = template["Resources"]["JwtAuthorizer"]["Properties"]["JwtConfiguration"]
+        assert jwt["Issuer"] == issuer
+        assert jwt["Audience"] == [{"Ref": "UserPoolClient"}], "Cognito access tokens carry the client id"
+    else:
+        # The REST API's Cognito authorizer trusts the pool the metadata names.
+        authorizer = template["Resources"]["McpRestAuthorizer"]["Properties"]
+        assert authorizer["Type"] == "COGNITO_USER_POOLS"
+        assert authorizer["ProviderARNs"] == [{"Fn::GetAtt": ["UserPool", "Arn"]}]
     assert {"CognitoUserPoolId", "CognitoClientId", "CognitoIssuer", "CognitoSignInDomain"} <= set(template["Outputs"])
 
 
 def test_xray_tracing_is_off_unless_asked_and_then_can_send(cfn):
-    template, mode = cfn
+    template, mode, transport = cfn
     for name in ("McpFunction", "TaskWorkerFunction"):
         assert "Mode" not in function(template, name).get("TracingConfig", {}), "Lambda's default: no sampling"
     assert not [s for s in iam_statements(template) if any(a.startswith("xray:") for a in listed(s["Action"]))]
-    traced = translate(mode, Tracing="Active")
+    traced = translate(mode, Transport=transport, Tracing="Active")
     for name in ("McpFunction", "TaskWorkerFunction"):
         assert function(traced, name)["TracingConfig"] == {"Mode": "Active"}
     for role in ("McpFunctionRole", "TaskWorkerRole"):
@@ -434,7 +533,7 @@ def test_xray_tracing_is_off_unless_asked_and_then_can_send(cfn):
 
 
 def test_metrics_land_in_the_stacks_own_namespace(cfn):
-    template, _ = cfn
+    template, _, _ = cfn
     assert function(template, "McpFunction")["Environment"]["Variables"]["MCP_METRICS_NAMESPACE"] == {"Ref": "AWS::StackName"}
     assert function(template, "McpFunction")["LoggingConfig"]["LogFormat"] == "Text", "EMF lines are read as they are written"
 
@@ -446,6 +545,309 @@ def test_concurrency_and_throttling_are_parameters():
     assert function(reserved, "McpFunction")["ReservedConcurrentExecutions"] == {"Ref": "ReservedConcurrency"}
     routes = the(default, "AWS::ApiGatewayV2::Stage")["DefaultRouteSettings"]
     assert routes == {"ThrottlingBurstLimit": {"Ref": "ThrottleBurstLimit"}, "ThrottlingRateLimit": {"Ref": "ThrottleRateLimit"}}
+    # The REST stage: the same limits on every method.
+    rest = the(translate("none", Transport="streaming"), "AWS::ApiGateway::Stage")["MethodSettings"]
+    assert rest == [
+        {
+            "ResourcePath": "/*",
+            "HttpMethod": "*",
+            "ThrottlingBurstLimit": {"Ref": "ThrottleBurstLimit"},
+            "ThrottlingRateLimit": {"Ref": "ThrottleRateLimit"},
+        }
+    ]
     mappings = resources(default, "AWS::Lambda::EventSourceMapping")
     task_queue = [m["Properties"] for m in mappings.values() if m["Properties"]["EventSourceArn"] == {"Fn::GetAtt": ["TaskQueue", "Arn"]}]
     assert task_queue and task_queue[0]["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "WorkerMaxConcurrency"}}
+
+
+# ------------------------------------------------------------ transports
+
+
+def api_resources(template):
+    """The resources that serve the function: API Gateway's (either kind)
+    and the permissions that let it invoke the function."""
+    return {
+        k
+        for k, r in template["Resources"].items()
+        if r["Type"].startswith(("AWS::ApiGateway::", "AWS::ApiGatewayV2::")) or r["Type"] == "AWS::Lambda::Permission"
+    }
+
+
+def test_each_transport_deploys_exactly_its_own_api(cfn):
+    template, mode, transport = cfn
+    if transport == "buffered":
+        expected = HTTP_API | ({"JwtAuthorizer"} if mode != "none" else set())
+    else:
+        expected = REST_API | (REST_COGNITO if mode == "cognito" else REST_OPEN)
+    assert api_resources(template) == expected
+    other = "AWS::ApiGatewayV2::" if transport == "streaming" else "AWS::ApiGateway::"
+    assert not [k for k, r in template["Resources"].items() if r["Type"].startswith(other)], f"{transport} deploys one API"
+    # API Gateway may invoke the function only from the API this stack serves.
+    (permission,) = [template["Resources"][k]["Properties"] for k in expected if k.endswith("InvokePermission")]
+    api = "McpRestApi" if transport == "streaming" else "McpApi"
+    assert permission["Action"] == "lambda:InvokeFunction"
+    assert permission["Principal"] == "apigateway.amazonaws.com"
+    assert permission["FunctionName"] == {"Ref": "McpFunction"}
+    assert permission["SourceArn"] == {"Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${" + api + "}/*"}
+
+
+PSEUDO_PARAMETERS = {"AWS::AccountId", "AWS::NoValue", "AWS::Partition", "AWS::Region", "AWS::StackId", "AWS::StackName", "AWS::URLSuffix"}
+
+
+def names_referenced(node):
+    """Every logical name a Ref, Fn::GetAtt or Fn::Sub in `node` names."""
+    if isinstance(node, list):
+        for value in node:
+            yield from names_referenced(value)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key == "Ref":
+                yield value
+            elif key == "Fn::GetAtt":
+                yield value[0] if isinstance(value, list) else value.split(".")[0]
+            elif key == "Fn::Sub":
+                text, local = (value, {}) if isinstance(value, str) else value
+                for name in re.findall(r"\$\{([^!}][^}]*)\}", text):
+                    if name not in local:
+                        yield name if name.startswith("AWS::") else name.split(".")[0]
+                yield from names_referenced(local)
+            else:
+                yield from names_referenced(value)
+
+
+def test_every_reference_names_something_deployed(cfn):
+    """CloudFormation refuses a template whose kept parts name a resource
+    whose condition is false; the conditions of the two transports must
+    line up."""
+    template, _, _ = cfn
+    known = set(template["Resources"]) | set(template["Parameters"]) | PSEUDO_PARAMETERS
+    for name, resource in template["Resources"].items():
+        dangling = set(names_referenced(resource.get("Properties", {}))) - known
+        assert not dangling, f"{name} names {sorted(dangling)}"
+        assert set(listed(resource.get("DependsOn", []))) <= set(template["Resources"]), name
+    for name, output in template["Outputs"].items():
+        dangling = set(names_referenced(output["Value"])) - known
+        assert not dangling, f"output {name} names {sorted(dangling)}"
+
+
+def test_function_timeout_and_transport_follow_the_parameter(cfn):
+    template, _, transport = cfn
+    parameter = template["Parameters"]["Transport"]
+    assert parameter["AllowedValues"] == ["buffered", "streaming"] and parameter["Default"] == "buffered"
+    function_ = function(template, "McpFunction")
+    variables = function_["Environment"]["Variables"]
+    assert variables["MCP_TRANSPORT"] == {"Ref": "Transport"}
+    # lambda_http would otherwise put the REST stage in the path.
+    assert variables["AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH"] == "true"
+    listen = int(variables["MCP_LISTEN_SECONDS"])
+    if transport == "buffered":
+        integration = the(template, "AWS::ApiGatewayV2::Integration")
+        assert function_["Timeout"] < 29, "must end before the HTTP API's 29 s integration timeout"
+        assert function_["Timeout"] * 1000 < integration["TimeoutInMillis"] <= 29000
+        assert variables["MCP_BASE_PATH"] == ""
+    else:
+        assert function_["Timeout"] == 330
+        # A listen stream closes itself before the function is stopped, and
+        # the integration waits as long as the function may run.
+        assert listen < function_["Timeout"] <= 900
+        for method in resources(template, "AWS::ApiGateway::Method").values():
+            assert method["Properties"]["Integration"]["TimeoutInMillis"] == function_["Timeout"] * 1000
+        assert variables["MCP_BASE_PATH"] == f"/{REST_STAGE}"
+    assert template["Outputs"]["Transport"]["Value"] == {"Ref": "Transport"}
+
+
+def test_outputs_name_the_endpoint_of_the_deployed_api(cfn):
+    template, _, transport = cfn
+    endpoint = template["Outputs"]["McpEndpointUrl"]["Value"]["Fn::Sub"]
+    metadata = template["Outputs"]["ProtectedResourceMetadataUrl"]["Value"]["Fn::Sub"]
+    if transport == "buffered":
+        host = "https://${McpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}"
+        assert endpoint == f"{host}/mcp"
+        assert metadata == f"{host}/.well-known/oauth-protected-resource/mcp"
+    else:
+        host = "https://${McpRestApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}"
+        assert endpoint == f"{host}/{REST_STAGE}/mcp"
+        assert metadata == f"{host}/{REST_STAGE}/.well-known/oauth-protected-resource/mcp"
+
+
+def rest_methods(template):
+    """The REST API's methods by (HTTP method, path from the API's root)."""
+    (api,) = resources(template, "AWS::ApiGateway::RestApi")
+    tree = resources(template, "AWS::ApiGateway::Resource")
+
+    def path(parent):
+        if parent == {"Fn::GetAtt": [api, "RootResourceId"]}:
+            return ""
+        props = tree[parent["Ref"]]["Properties"]
+        assert props["RestApiId"] == {"Ref": api}
+        return path(props["ParentId"]) + "/" + props["PathPart"]
+
+    methods = {}
+    for method in resources(template, "AWS::ApiGateway::Method").values():
+        props = method["Properties"]
+        assert props["RestApiId"] == {"Ref": api}
+        methods[(props["HttpMethod"], path(props["ResourceId"]))] = props
+    return methods
+
+
+def test_streaming_methods_stream_the_function_through_a_regional_api(streaming):
+    template, _ = streaming
+    api = the(template, "AWS::ApiGateway::RestApi")
+    # Edge-optimised endpoints drop a stream idle for 30 s; regional, 5 min.
+    assert api["EndpointConfiguration"] == {"Types": ["REGIONAL"]}
+    methods = rest_methods(template)
+    # ANY on /mcp: the function itself answers wrong methods (405, 406...).
+    assert set(methods) == {("ANY", "/mcp"), *(("GET", p) for p in METADATA_PATHS)}
+    for key, method in methods.items():
+        integration = method["Integration"]
+        assert integration["Type"] == "AWS_PROXY", key
+        assert integration["IntegrationHttpMethod"] == "POST", key
+        assert integration["ResponseTransferMode"] == "STREAM", key
+        uri = integration["Uri"]["Fn::Sub"]
+        assert uri.startswith("arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2021-11-15/functions/"), key
+        assert uri.endswith("/functions/${McpFunction.Arn}/response-streaming-invocations"), key
+        assert 29000 < integration["TimeoutInMillis"] <= 900000, key
+    stage = the(template, "AWS::ApiGateway::Stage")
+    assert stage["StageName"] == REST_STAGE and stage["RestApiId"] == {"Ref": "McpRestApi"}
+
+
+def test_streaming_auth_requires_the_cognito_scope_on_mcp_only(streaming):
+    template, mode = streaming
+    methods = rest_methods(template)
+    variables = function(template, "McpFunction")["Environment"]["Variables"]
+    for path in METADATA_PATHS:
+        assert methods[("GET", path)]["AuthorizationType"] == "NONE", path
+        assert "AuthorizerId" not in methods[("GET", path)] and "AuthorizationScopes" not in methods[("GET", path)], path
+    mcp = methods[("ANY", "/mcp")]
+    authorizers = resources(template, "AWS::ApiGateway::Authorizer")
+    if mode == "none":
+        assert mcp["AuthorizationType"] == "NONE"
+        assert "AuthorizerId" not in mcp and "AuthorizationScopes" not in mcp
+        assert not authorizers
+        assert variables["MCP_AUTHORIZATION_SERVERS"] == ""
+        return
+    assert mcp["AuthorizationType"] == "COGNITO_USER_POOLS"
+    assert mcp["AuthorizerId"] == {"Ref": "McpRestAuthorizer"}
+    # The scope the metadata publishes and the user pool's tokens carry.
+    assert mcp["AuthorizationScopes"] == ["mcp/invoke"] == [variables["MCP_SCOPES_SUPPORTED"]]
+    assert set(authorizers) == {"McpRestAuthorizer"}
+    authorizer = authorizers["McpRestAuthorizer"]["Properties"]
+    assert authorizer["Type"] == "COGNITO_USER_POOLS"
+    assert authorizer["IdentitySource"] == "method.request.header.Authorization"
+    assert authorizer["ProviderARNs"] == [{"Fn::GetAtt": ["UserPool", "Arn"]}]
+    assert authorizer["RestApiId"] == {"Ref": "McpRestApi"}
+
+
+def www_authenticate(response):
+    """The WWW-Authenticate a gateway response sends, unquoted: API Gateway
+    takes a header value in single quotes as a literal."""
+    value = response["ResponseParameters"]["gatewayresponse.header.WWW-Authenticate"]["Fn::Sub"]
+    assert value.startswith("'") and value.endswith("'") and "'" not in value[1:-1], value
+    return value[1:-1]
+
+
+def test_streaming_refusals_point_at_the_metadata_under_the_stage(streaming):
+    template, mode = streaming
+    responses = {r["Properties"]["ResponseType"]: r["Properties"] for r in resources(template, "AWS::ApiGateway::GatewayResponse").values()}
+    if mode == "none":
+        assert not responses, "no authorizer, no refusals to explain"
+        return
+    assert set(responses) == {"UNAUTHORIZED", "ACCESS_DENIED"}
+    metadata = template["Outputs"]["ProtectedResourceMetadataUrl"]["Value"]["Fn::Sub"]
+    assert f"/{REST_STAGE}/.well-known/oauth-protected-resource/mcp" in metadata
+    unauthorized = responses["UNAUTHORIZED"]
+    assert unauthorized["StatusCode"] == "401" and unauthorized["RestApiId"] == {"Ref": "McpRestApi"}
+    assert www_authenticate(unauthorized) == f'Bearer resource_metadata="{metadata}"'
+    denied = responses["ACCESS_DENIED"]
+    assert denied["StatusCode"] == "403" and denied["RestApiId"] == {"Ref": "McpRestApi"}
+    header = www_authenticate(denied)
+    assert header.startswith('Bearer error="insufficient_scope"'), header
+    assert 'scope="mcp/invoke"' in header and f'resource_metadata="{metadata}"' in header
+
+
+def test_the_stage_serves_a_snapshot_of_every_method_and_refusal(streaming):
+    template, _ = streaming
+    deployments = resources(template, "AWS::ApiGateway::Deployment")
+    assert len(deployments) == 1
+    ((name, deployment),) = deployments.items()
+    stage = the(template, "AWS::ApiGateway::Stage")
+    assert stage["DeploymentId"] == {"Ref": name}
+    # A deployment snapshots what exists when it is made: it must come after
+    # every method and gateway response.
+    after = set(listed(deployment.get("DependsOn", [])))
+    assert after == set(resources(template, "AWS::ApiGateway::Method")) | set(resources(template, "AWS::ApiGateway::GatewayResponse"))
+
+
+def test_changing_auth_mode_makes_a_new_snapshot():
+    """The stage keeps serving its deployment's methods whatever
+    CloudFormation updates later: AuthMode none to cognito must not leave
+    the old, open methods deployed."""
+    cognito = set(resources(translate("cognito", Transport="streaming"), "AWS::ApiGateway::Deployment"))
+    open_ = set(resources(translate("none", Transport="streaming"), "AWS::ApiGateway::Deployment"))
+    assert cognito and open_ and cognito.isdisjoint(open_)
+
+
+def failed_assertions(params):
+    """The (rule, AssertDescription) pairs CloudFormation would refuse the
+    template's Rules with for `params`."""
+    sam = canonical(load_template(ROOT / "template.yaml"))
+    declared = sam["Parameters"]
+    values = {name: str(p.get("Default", "")) for name, p in declared.items()}
+    values.update(params)
+
+    def evaluate(node):
+        if isinstance(node, list):
+            return [evaluate(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        ((function_, argument),) = node.items()
+        if function_ == "Ref":
+            value = values[argument]
+            return value.split(",") if declared[argument]["Type"] == "CommaDelimitedList" else value
+        if function_ == "Fn::Equals":
+            left, right = evaluate(argument)
+            return left == right
+        if function_ == "Fn::Not":
+            return not evaluate(argument[0])
+        if function_ == "Fn::And":
+            return all(evaluate(argument))
+        if function_ == "Fn::Or":
+            return any(evaluate(argument))
+        if function_ == "Fn::Contains":
+            return evaluate(argument[1]) in evaluate(argument[0])
+        if function_ == "Fn::Join":
+            return argument[0].join(evaluate(argument[1]))
+        raise AssertionError(f"rule function not understood: {node}")
+
+    failed = []
+    for name, rule in sam["Rules"].items():
+        if "RuleCondition" in rule and not evaluate(rule["RuleCondition"]):
+            continue
+        failed += [(name, a["AssertDescription"]) for a in rule["Assertions"] if not evaluate(a["Assert"])]
+    return failed
+
+
+@pytest.mark.parametrize("mode", ["cognito", "jwt", "none"])
+@pytest.mark.parametrize("transport", ["buffered", "streaming"])
+def test_jwt_with_streaming_is_refused_and_every_other_combination_deploys(mode, transport):
+    params = {"AuthMode": mode, "Transport": transport, "JwtIssuer": "https://issuer.example.com/", "JwtAudience": "mcp"}
+    failed = failed_assertions(params)
+    if (mode, transport) in COMBINATIONS:
+        assert failed == []
+        return
+    assert (mode, transport) == ("jwt", "streaming")
+    assert [rule for rule, _ in failed] == ["StreamingNeedsCognitoOrNone"]
+    # The refusal tells the user what works instead.
+    description = failed[0][1]
+    for word in ("jwt", "streaming", "cognito", "none", "buffered"):
+        assert word in description, word
+
+
+def test_the_rules_are_evaluated_not_just_read():
+    # jwt without an issuer: the other rule refuses, whatever the transport.
+    assert [r for r, _ in failed_assertions({"AuthMode": "jwt", "JwtAudience": "mcp"})] == ["JwtNeedsIssuerAudienceAndScopes"]
+    assert sorted(r for r, _ in failed_assertions({"AuthMode": "jwt", "Transport": "streaming"})) == [
+        "JwtNeedsIssuerAudienceAndScopes",
+        "JwtNeedsIssuerAudienceAndScopes",
+        "StreamingNeedsCognitoOrNone",
+    ]

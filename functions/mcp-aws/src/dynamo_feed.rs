@@ -1,6 +1,7 @@
 //! The change feed (`mcp_stateless::subscriptions::feed`) as one item of
-//! the table, `feed#lists`: for each list `<kind>_version` (a counter) and
-//! `<kind>_digest` (the live deployment's list). No TTL: it is one small
+//! the table, `feed#lists`: for each list `<kind>_version` (a counter),
+//! `<kind>_changed_at` (epoch milliseconds) and `<kind>_digest` (the live
+//! deployment's list). No TTL: it is one small
 //! item for the table's whole life.
 //!
 //! Round trips: a stream's poll is one consistent GetItem (1 read unit);
@@ -21,6 +22,10 @@ pub const FEED_KEY: &str = "feed#lists";
 
 fn version(kind: ListKind) -> String {
     format!("{}_version", kind.name())
+}
+
+fn changed_at(kind: ListKind) -> String {
+    format!("{}_changed_at", kind.name())
 }
 
 fn digest(kind: ListKind) -> String {
@@ -44,6 +49,7 @@ impl ChangeFeed for DynamoStore {
                 for kind in ListKind::ALL {
                     let state = lists.get_mut(kind);
                     state.version = number(&item, &version(kind)).unwrap_or(0);
+                    state.changed_at_ms = number(&item, &changed_at(kind)).unwrap_or(0);
                     state.digest = match item.get(&digest(kind)) {
                         Some(AttributeValue::S(digest)) => digest.clone(),
                         _ => String::new(),
@@ -54,7 +60,7 @@ impl ChangeFeed for DynamoStore {
         })
     }
 
-    fn bump(&self, kind: ListKind) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn bump(&self, kind: ListKind, now_ms: u64) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
             // A retried bump whose answer was lost bumps twice: streams
             // then notify once more, which clients tolerate.
@@ -62,9 +68,11 @@ impl ChangeFeed for DynamoStore {
                 .update_item()
                 .table_name(&self.table)
                 .key(PARTITION_KEY, s(FEED_KEY))
-                .update_expression("ADD #v :one")
+                .update_expression("ADD #v :one SET #at = :now")
                 .expression_attribute_names("#v", version(kind))
+                .expression_attribute_names("#at", changed_at(kind))
                 .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":now", n(now_ms))
                 .send()
                 .await
                 .map(drop)
@@ -72,7 +80,7 @@ impl ChangeFeed for DynamoStore {
         })
     }
 
-    fn record<'a>(&'a self, seen: &'a Lists, digests: &'a ListDigests) -> BoxFuture<'a, Result<bool, StoreError>> {
+    fn record<'a>(&'a self, seen: &'a Lists, digests: &'a ListDigests, now_ms: u64) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             let changed = digests.differing(seen);
             if changed.is_empty() {
@@ -96,15 +104,17 @@ impl ChangeFeed for DynamoStore {
             for kind in changed {
                 let i = ListKind::ALL.iter().position(|k| *k == kind).unwrap_or_default();
                 adds.push(format!("#v{i} :one"));
-                sets.push(format!("#d{i} = :d{i}"));
+                sets.push(format!("#d{i} = :d{i}, #at{i} = :now"));
                 update = update
                     .expression_attribute_names(format!("#d{i}"), digest(kind))
+                    .expression_attribute_names(format!("#at{i}"), changed_at(kind))
                     .expression_attribute_values(format!(":d{i}"), s(digests.get(kind)));
             }
             let result = update
                 .update_expression(format!("ADD {} SET {}", adds.join(", "), sets.join(", ")))
                 .condition_expression(conditions.join(" AND "))
                 .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":now", n(now_ms))
                 .send()
                 .await;
             match result {

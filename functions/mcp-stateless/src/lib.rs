@@ -72,12 +72,7 @@ impl Dependencies {
             request_states: RequestStates::new(Arc::new(sealer), Arc::new(InMemoryLedger::default()), clock.clone(), audience),
             handles: Handles::new(Arc::new(InMemoryHandleStore::default()), clock.clone()),
             tasks: tasks::TaskBackend::in_process(clock.clone()),
-            subscriptions: subscriptions::Subscriptions::new(
-                Arc::new(subscriptions::InMemoryFeed::default()),
-                Arc::new(quota::InMemoryQuota::default()),
-                clock,
-                subscriptions::ListenPolicy::from_process_env(),
-            ),
+            subscriptions: subscriptions::Subscriptions::in_process(clock),
         }
     }
 }

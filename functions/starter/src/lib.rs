@@ -14,7 +14,11 @@ use rmcp::{
     tool_handler,
 };
 
-use mcp_stateless::{Dependencies, Handles, RequestStates, tasks::Tasks};
+use mcp_stateless::{
+    Dependencies, Handles, RequestStates,
+    subscriptions::{ListDigests, Subscriptions},
+    tasks::Tasks,
+};
 
 #[derive(Clone)]
 // A fork whose tools use no sealed state or no handles reads neither field:
@@ -27,6 +31,8 @@ pub struct Server {
     handles: Handles,
     /// Tool calls that outlive a request (DynamoDB + SQS + worker in Lambda).
     tasks: Tasks,
+    /// `subscriptions/listen` streams (where responses stream).
+    subscriptions: Subscriptions,
     tool_router: ToolRouter<Self>,
 }
 
@@ -36,7 +42,9 @@ impl Server {
         // Every call's arguments are checked against the tool's published
         // inputSchema before the tool runs (a tool error if they break it).
         let tool_router = mcp_stateless::protocol::arguments::checked(tools::all() + tasks.router());
-        Self { request_states: deps.request_states, handles: deps.handles, tasks, tool_router }
+        // A deployment whose tools differ tells listening clients so.
+        deps.subscriptions.serve_lists(ListDigests::of(&serde_json::json!(tool_router.list_all()), &serde_json::json!([]), &serde_json::json!([])));
+        Self { request_states: deps.request_states, handles: deps.handles, tasks, subscriptions: deps.subscriptions, tool_router }
     }
 }
 
@@ -46,7 +54,7 @@ impl ServerHandler for Server {
         mcp_stateless::protocol::server_info(
             env!("CARGO_PKG_NAME"),
             env!("CARGO_PKG_VERSION"),
-            ServerCapabilities::builder().enable_tools().enable_tasks().build(),
+            self.subscriptions.advertise(ServerCapabilities::builder().enable_tools().enable_tasks().build(), false),
         )
     }
 
@@ -55,6 +63,7 @@ impl ServerHandler for Server {
     }
 
     mcp_stateless::task_methods!(tasks);
+    mcp_stateless::listen_methods!(subscriptions, tasks);
 }
 
 #[cfg(test)]

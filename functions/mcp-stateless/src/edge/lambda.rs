@@ -106,7 +106,14 @@ fn edge_request(event: lambda_http::Request) -> http::Request<Bytes> {
         _ => EntryFacts::default(),
     };
     facts.deadline = event.lambda_context_ref().map(|context| deadline_of(context.deadline));
+    let stage = match event.request_context_ref() {
+        Some(RequestContext::ApiGatewayV1(ctx)) => ctx.stage.clone(),
+        _ => None,
+    };
     let (mut parts, body) = event.into_parts();
+    if let Some(path) = stage.and_then(|stage| without_stage(&parts.uri, &stage)) {
+        parts.uri = path;
+    }
     parts.extensions.insert(facts);
     let body = match body {
         Body::Empty => Bytes::new(),
@@ -115,6 +122,23 @@ fn edge_request(event: lambda_http::Request) -> http::Request<Bytes> {
         _ => Bytes::new(),
     };
     http::Request::from_parts(parts, body)
+}
+
+/// A REST API's stage is not part of the function's paths: `lambda_http`
+/// adds it to the path unless `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is set
+/// (the template sets it); taken off here either way.
+fn without_stage(uri: &http::Uri, stage: &str) -> Option<http::Uri> {
+    let rest = uri.path().strip_prefix('/')?.strip_prefix(stage)?;
+    if !rest.starts_with('/') {
+        return None;
+    }
+    let path_and_query = match uri.query() {
+        Some(query) => format!("{rest}?{query}"),
+        None => rest.to_owned(),
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = path_and_query.parse().ok();
+    http::Uri::from_parts(parts).ok()
 }
 
 /// `claim` reads one verified claim; `None` when no authorizer verified

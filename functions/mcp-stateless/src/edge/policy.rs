@@ -56,8 +56,10 @@ pub struct EdgePolicy {
 const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 impl EdgePolicy {
+    /// The defaults: streaming locally, buffered in Lambda.
     pub fn new(mode: Mode) -> Self {
-        Self { mode, allowed_hosts: Vec::new(), allowed_origins: Vec::new(), max_body_bytes: DEFAULT_MAX_BODY_BYTES, transport: Transport::Buffered }
+        let transport = if mode == Mode::Local { Transport::Streaming } else { Transport::Buffered };
+        Self { mode, allowed_hosts: Vec::new(), allowed_origins: Vec::new(), max_body_bytes: DEFAULT_MAX_BODY_BYTES, transport }
     }
 
     /// `MCP_ALLOWED_HOSTS`, `MCP_ALLOWED_ORIGINS` (comma-separated hostnames),

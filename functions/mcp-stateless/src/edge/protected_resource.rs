@@ -19,8 +19,11 @@ pub struct ResourceMetadata {
     /// `MCP_SCOPES_SUPPORTED`, comma-separated.
     pub scopes_supported: Vec<String>,
     /// `MCP_RESOURCE`: the canonical URI of the MCP endpoint. Unset: the
-    /// request's own `https://<host>/mcp` (`http` for loopback hosts).
+    /// request's own `https://<host><base path>/mcp` (`http` for loopback hosts).
     pub resource: Option<String>,
+    /// `MCP_BASE_PATH`: the prefix clients see before `/mcp` (a REST API's
+    /// stage, `/api`), which the function's own paths do not carry.
+    pub base_path: String,
 }
 
 fn list(name: &str) -> Vec<String> {
@@ -39,6 +42,7 @@ impl ResourceMetadata {
             authorization_servers: list("MCP_AUTHORIZATION_SERVERS"),
             scopes_supported: list("MCP_SCOPES_SUPPORTED"),
             resource: std::env::var("MCP_RESOURCE").ok().filter(|r| !r.is_empty()),
+            base_path: std::env::var("MCP_BASE_PATH").unwrap_or_default().trim().trim_end_matches('/').to_owned(),
         }
     }
 
@@ -54,7 +58,7 @@ impl ResourceMetadata {
         }
         let resource = self.resource.clone().unwrap_or_else(|| {
             let loopback = ["localhost", "127.0.0.1", "[::1]"].iter().any(|h| host == *h || host.starts_with(&format!("{h}:")));
-            format!("{}://{host}{MCP_PATH}", if loopback { "http" } else { "https" })
+            format!("{}://{host}{}{MCP_PATH}", if loopback { "http" } else { "https" }, self.base_path)
         });
         let document = json!({
             "resource": resource,
@@ -85,10 +89,14 @@ mod tests {
             authorization_servers: vec!["https://issuer.example.com".into()],
             scopes_supported: vec!["mcp".into()],
             resource: None,
+            base_path: String::new(),
         };
         let body: serde_json::Value =
             serde_json::from_slice(metadata.response("api.example.com").unwrap().body()).unwrap();
         assert_eq!(body["resource"], "https://api.example.com/mcp");
+        let staged = ResourceMetadata { base_path: "/api".into(), ..metadata.clone() };
+        let body: serde_json::Value = serde_json::from_slice(staged.response("api.example.com").unwrap().body()).unwrap();
+        assert_eq!(body["resource"], "https://api.example.com/api/mcp", "a REST API's stage is part of the resource");
         assert_eq!(body["authorization_servers"][0], "https://issuer.example.com");
     }
 }

@@ -43,6 +43,8 @@ pub struct ListState {
     /// Digest of the list the newest deployment serves ("" before any
     /// deployment recorded one).
     pub digest: String,
+    /// When it last changed (epoch milliseconds, the changer's clock).
+    pub changed_at_ms: u64,
 }
 
 /// The feed item: every list's state, read in one call.
@@ -76,14 +78,15 @@ pub trait ChangeFeed: Send + Sync {
     /// The current state of every list.
     fn lists(&self) -> BoxFuture<'_, Result<Lists, StoreError>>;
 
-    /// Records a change of `kind` (streams that watch it notify their clients).
-    fn bump(&self, kind: ListKind) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// Records a change of `kind` at `now_ms` (streams that watch it
+    /// notify their clients).
+    fn bump(&self, kind: ListKind, now_ms: u64) -> BoxFuture<'_, Result<(), StoreError>>;
 
     /// Makes `digests` the lists of the live deployment, bumping each kind
     /// whose digest differs from the recorded one; `seen` is what the
     /// caller read, so a concurrent recorder wins instead of both bumping.
     /// False when `seen` is no longer current (read again and retry).
-    fn record<'a>(&'a self, seen: &'a Lists, digests: &'a ListDigests) -> BoxFuture<'a, Result<bool, StoreError>>;
+    fn record<'a>(&'a self, seen: &'a Lists, digests: &'a ListDigests, now_ms: u64) -> BoxFuture<'a, Result<bool, StoreError>>;
 }
 
 /// The digests of the lists this build serves.
@@ -122,10 +125,10 @@ impl ListDigests {
 
 /// Records `digests` as live unless they already are; retries once when
 /// another instance recorded at the same time. Returns what is recorded.
-pub async fn record_live(feed: &dyn ChangeFeed, digests: &ListDigests) -> Result<Lists, StoreError> {
+pub async fn record_live(feed: &dyn ChangeFeed, digests: &ListDigests, now_ms: u64) -> Result<Lists, StoreError> {
     for _ in 0..3 {
         let seen = feed.lists().await?;
-        if digests.differing(&seen).is_empty() || feed.record(&seen, digests).await? {
+        if digests.differing(&seen).is_empty() || feed.record(&seen, digests, now_ms).await? {
             return feed.lists().await;
         }
     }
@@ -147,12 +150,16 @@ impl ChangeFeed for InMemoryFeed {
         Box::pin(async move { lists })
     }
 
-    fn bump(&self, kind: ListKind) -> BoxFuture<'_, Result<(), StoreError>> {
-        let done = self.lists.with(|items| items.entry(ITEM.into()).or_default().get_mut(kind).version += 1);
+    fn bump(&self, kind: ListKind, now_ms: u64) -> BoxFuture<'_, Result<(), StoreError>> {
+        let done = self.lists.with(|items| {
+            let state = items.entry(ITEM.into()).or_default().get_mut(kind);
+            state.version += 1;
+            state.changed_at_ms = now_ms;
+        });
         Box::pin(async move { done })
     }
 
-    fn record<'a>(&'a self, seen: &'a Lists, digests: &'a ListDigests) -> BoxFuture<'a, Result<bool, StoreError>> {
+    fn record<'a>(&'a self, seen: &'a Lists, digests: &'a ListDigests, now_ms: u64) -> BoxFuture<'a, Result<bool, StoreError>> {
         let recorded = self.lists.with(|items| {
             let lists = items.entry(ITEM.into()).or_default();
             if lists != seen {
@@ -162,6 +169,7 @@ impl ChangeFeed for InMemoryFeed {
                 let state = lists.get_mut(kind);
                 state.version += 1;
                 state.digest = digests.get(kind).to_owned();
+                state.changed_at_ms = now_ms;
             }
             true
         });
@@ -178,17 +186,18 @@ mod tests {
     async fn a_new_deployment_bumps_only_the_lists_it_changed_and_only_once() {
         let feed = InMemoryFeed::default();
         let old = ListDigests::of(&json!(["a"]), &json!(["p"]), &json!([]));
-        let first = record_live(&feed, &old).await.unwrap();
+        let first = record_live(&feed, &old, 1).await.unwrap();
         assert_eq!((first.tools.version, first.prompts.version, first.resources.version), (1, 1, 1));
 
-        let same = record_live(&feed, &old).await.unwrap();
+        let same = record_live(&feed, &old, 1).await.unwrap();
         assert_eq!(same, first, "recording the live deployment again changes nothing");
 
         let new = ListDigests::of(&json!(["a", "b"]), &json!(["p"]), &json!([]));
-        let after = record_live(&feed, &new).await.unwrap();
+        let after = record_live(&feed, &new, 2).await.unwrap();
         assert_eq!(after.tools.version, 2);
         assert_eq!(after.tools.digest, new.tools);
         assert_eq!(after.prompts, first.prompts, "prompts did not change");
+        assert_eq!((after.tools.changed_at_ms, after.prompts.changed_at_ms), (2, 1));
         assert_eq!(old.differing(&after), vec![ListKind::Tools], "the old build sees it is no longer live");
     }
 
@@ -196,9 +205,9 @@ mod tests {
     async fn a_stale_read_does_not_record() {
         let feed = InMemoryFeed::default();
         let seen = feed.lists().await.unwrap();
-        feed.bump(ListKind::Prompts).await.unwrap();
+        feed.bump(ListKind::Prompts, 1).await.unwrap();
         let digests = ListDigests::of(&json!([]), &json!([]), &json!([]));
-        assert!(!feed.record(&seen, &digests).await.unwrap(), "another write came between");
+        assert!(!feed.record(&seen, &digests, 2).await.unwrap(), "another write came between");
         assert_eq!(feed.lists().await.unwrap().tools.version, 0);
     }
 }

@@ -25,6 +25,10 @@ pub struct TaskIdsFilter(pub Vec<String>);
 const TOO_MANY_STREAMS: &str =
     "You have too many subscriptions/listen streams open. Close one you no longer need, or wait for one to end.";
 
+/// How far back a change counts as made after the acknowledgement: the
+/// time between it and the first read, plus clock skew between instances.
+const RECENT: Duration = Duration::from_secs(1);
+
 /// What is left of the invocation's time when the stream closes itself:
 /// room for the final result to leave before Lambda stops the function.
 const DEADLINE_MARGIN: Duration = Duration::from_secs(2);
@@ -64,6 +68,11 @@ impl Subscriptions {
         lifetime: Duration,
     ) -> Result<(), ErrorData> {
         let ends = tokio::time::Instant::now() + lifetime;
+        // rmcp acknowledged before this ran, so a change the client made
+        // right after the acknowledgement may precede the first read: one
+        // that recent is reported (a spare notification costs a client
+        // one list call; a lost one, a stale list).
+        let recent = self.clock.now_ms().saturating_sub(RECENT.as_millis() as u64);
         let accepted = context.accepted();
         let kinds: Vec<ListKind> = [
             (ListKind::Tools, accepted.tools_list_changed),
@@ -77,11 +86,25 @@ impl Subscriptions {
         // deployment is live, even if the client watches no list.
         let watch_feed = !kinds.is_empty() || self.digests.get().is_some();
         let mut seen_lists = if watch_feed { Some(self.feed.lists().await.map_err(internal)?) } else { None };
-        let mut seen_tasks = Vec::new();
-        for id in task_ids {
-            seen_tasks.push((id.as_str(), task_state(tasks, ctx, id).await.map(|(fingerprint, _)| fingerprint)));
+        if let Some(seen) = &seen_lists {
+            for kind in &kinds {
+                if seen.get(*kind).changed_at_ms >= recent && !send_list_changed(context, *kind).await {
+                    return Ok(());
+                }
+            }
         }
+        // Each task's state as the stream opens, then every change.
+        let mut seen_tasks: Vec<(&str, Option<String>)> = task_ids.iter().map(|id| (id.as_str(), None)).collect();
         loop {
+            for (id, seen) in seen_tasks.iter_mut() {
+                let Some((fingerprint, task)) = task_state(tasks, ctx, id).await else { continue };
+                if seen.as_ref() != Some(&fingerprint) {
+                    *seen = Some(fingerprint);
+                    if !send_task(context, task).await {
+                        return Ok(());
+                    }
+                }
+            }
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
                 _ = tokio::time::sleep_until(ends) => return Ok(()),
@@ -104,15 +127,6 @@ impl Subscriptions {
                     }
                     // The next poll reads again; a stream outlives a blip.
                     Err(error) => tracing::warn!(%error, "change feed read failed"),
-                }
-            }
-            for (id, seen) in seen_tasks.iter_mut() {
-                let Some((fingerprint, task)) = task_state(tasks, ctx, id).await else { continue };
-                if seen.as_ref() != Some(&fingerprint) {
-                    *seen = Some(fingerprint);
-                    if !send_task(context, task).await {
-                        return Ok(());
-                    }
                 }
             }
         }

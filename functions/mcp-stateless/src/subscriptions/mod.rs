@@ -97,6 +97,22 @@ impl Subscriptions {
         Self { feed, quota, clock, policy, digests: Arc::default() }
     }
 
+    /// Zero setup: the feed and the open-stream counts in this process.
+    pub fn in_process(clock: Arc<dyn Clock>) -> Self {
+        Self::new(
+            Arc::new(InMemoryFeed::default()),
+            Arc::new(crate::quota::InMemoryQuota::default()),
+            clock,
+            ListenPolicy::from_process_env(),
+        )
+    }
+
+    /// The same, under `policy` (tests shorten lifetimes and intervals).
+    pub fn with_policy(mut self, policy: ListenPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
     pub fn policy(&self) -> &ListenPolicy {
         &self.policy
     }
@@ -117,7 +133,7 @@ impl Subscriptions {
     /// per cold start, and only where streams exist.
     pub async fn record_live(&self) -> Result<(), StoreError> {
         match self.digests.get() {
-            Some(digests) if self.enabled() => feed::record_live(self.feed.as_ref(), digests).await.map(drop),
+            Some(digests) if self.enabled() => feed::record_live(self.feed.as_ref(), digests, self.clock.now_ms()).await.map(drop),
             _ => Ok(()),
         }
     }
@@ -125,7 +141,7 @@ impl Subscriptions {
     /// Records a change of `kind`, for every stream that watches it, on
     /// any instance. A tool that changes what a list shows calls it.
     pub async fn list_changed(&self, kind: ListKind) -> Result<(), rmcp::ErrorData> {
-        self.feed.bump(kind).await.map_err(|error| {
+        self.feed.bump(kind, self.clock.now_ms()).await.map_err(|error| {
             tracing::error!(%error, "change feed bump failed");
             rmcp::ErrorData::internal_error("The change could not be recorded. Try again.", None)
         })

@@ -8,6 +8,7 @@
 //!   (MRTR elicitation) and carries its progress in a sealed `requestState`;
 //! - `basket.rs`: state that spans calls behind an explicit handle (stored
 //!   in DynamoDB in Lambda), with a confirmed, single-use checkout;
+//! - `progress.rs`: a tool that reports progress while it works;
 //! - `report.rs`: a long-running task (runs in the worker function) that
 //!   reports progress and honours cancellation;
 //! - `publish.rs`: a task that asks the user for input halfway.
@@ -21,6 +22,7 @@
 
 mod basics;
 pub mod basket;
+mod progress;
 mod publish;
 mod reminder;
 mod report;
@@ -37,6 +39,7 @@ pub(crate) fn all() -> ToolRouter<Server> {
     tools += Server::basics();
     tools += Server::basket_tools();
     tools += Server::reminder_tools();
+    tools += Server::progress_tools();
     tools
 }
 
