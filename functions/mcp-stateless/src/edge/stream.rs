@@ -174,7 +174,7 @@ mod tests {
     }
 
     async fn text(body: EdgeBody) -> String {
-        String::from_utf8(body.collect().await.unwrap().to_bytes().to_vec()).unwrap()
+        String::from_utf8(BodyExt::collect(body).await.unwrap().to_bytes().to_vec()).unwrap()
     }
 
     #[tokio::test]
