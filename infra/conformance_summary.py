@@ -1,7 +1,8 @@
 """Reads the conformance suite's checks.json files (one folder per scenario
 run) and prints, per scenario, its counts and each failing check with its id
 and message; last, `conformance: N passed, M failed` (checks with status
-SUCCESS and FAILURE). Exits 1 when any check failed or no scenario ran."""
+SUCCESS and FAILURE). Exits 1 when any check failed, no scenario ran, or
+more checks were skipped than the optional second argument allows."""
 
 import json
 import pathlib
@@ -30,4 +31,8 @@ for checks_file in sorted(raw.glob("*/checks.json")):
             print(f"       {name} / {check.get('id')}: {why}")
 print(f"scenarios: {scenarios}; checks: {totals['WARNING']} warnings, {totals['SKIPPED']} skipped")
 print(f"conformance: {totals['SUCCESS']} passed, {totals['FAILURE']} failed")
+max_skipped = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] else None
+if max_skipped is not None and totals["SKIPPED"] > max_skipped:
+    print(f"conformance: {totals['SKIPPED']} checks skipped, at most {max_skipped} allowed", file=sys.stderr)
+    sys.exit(1)
 sys.exit(0 if scenarios and not totals["FAILURE"] else 1)

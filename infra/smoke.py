@@ -14,7 +14,10 @@ Checks, each printed as ok / FAIL / skip with the reason:
   with a token (auth on): the same request without it answers 401, and a
     WWW-Authenticate header, if any, is not renamed (x-amzn-Remapped-...);
   both protected-resource metadata URLs answer 200 with the endpoint as
-    `resource` (or 404 at both when auth is off and no metadata is expected).
+    `resource` (or 404 at both when auth is off and no metadata is expected);
+  where the server streams (it advertises listChanged): `index_pages`'s
+    progress arrives while it works, and a subscriptions/listen stream is
+    acknowledged and stays open while another request is answered.
 Checks whose example tool a fork deleted are skipped, not failed.
 """
 
@@ -36,15 +39,16 @@ class Endpoint:
     def __init__(self, url, token, principal):
         self.url, self.token, self.principal = url, token, principal
         self.ids = 0
+        self.streams = False
 
-    def post(self, method, params, capabilities=None, name=None, token=True):
+    def request(self, method, params, capabilities=None, name=None, token=True, meta=None):
         self.ids += 1
         params = dict(params)
-        params["_meta"] = {
+        params["_meta"] = dict({
             "io.modelcontextprotocol/protocolVersion": VERSION,
             "io.modelcontextprotocol/clientCapabilities": capabilities or {},
             "io.modelcontextprotocol/clientInfo": {"name": "smoke", "version": "1"},
-        }
+        }, **(meta or {}))
         body = json.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}).encode()
         headers = {
             "Content-Type": "application/json",
@@ -58,7 +62,25 @@ class Endpoint:
             headers["Authorization"] = "Bearer " + self.token
         if self.principal:
             headers["x-mcp-dev-principal"] = self.principal
-        return fetch(urllib.request.Request(self.url, data=body, headers=headers, method="POST"))
+        return urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+
+    def post(self, method, params, **kw):
+        return fetch(self.request(method, params, **kw))
+
+    def stream(self, method, params, **kw):
+        """Each JSON-RPC message of the answer as it arrives, with the time it came."""
+        with urllib.request.urlopen(self.request(method, params, **kw), timeout=60) as response:
+            buffer = b""
+            while True:
+                chunk = response.read1(65536)
+                if not chunk:
+                    return
+                buffer += chunk
+                while b"\n\n" in buffer:
+                    event, buffer = buffer.split(b"\n\n", 1)
+                    data = b"".join(line[5:].strip() for line in event.split(b"\n") if line.startswith(b"data:"))
+                    if data:
+                        yield time.monotonic(), json.loads(data)
 
     def rpc(self, method, params, **kw):
         status, headers, raw = self.post(method, params, **kw)
@@ -112,7 +134,9 @@ def check_discover(mcp, tools):
         raise Failure("supportedVersions lacks %s: %s" % (VERSION, json.dumps(result)[:300]))
     if result.get("resultType") != "complete":
         raise Failure("no resultType complete")
-    return "%s %s" % (info.get("name"), info.get("version"))
+    # listChanged is advertised only where responses stream.
+    mcp.streams = bool(((result.get("capabilities") or {}).get("tools") or {}).get("listChanged"))
+    return "%s %s (%s)" % (info.get("name"), info.get("version"), "streaming" if mcp.streams else "buffered")
 
 
 def check_tools_list(mcp, tools):
@@ -233,6 +257,36 @@ def check_metadata(mcp, tools, expect_auth):
     return "both URLs name resource %s" % mcp.url
 
 
+def check_streamed_progress(mcp, tools):
+    if not mcp.streams:
+        raise Skip("the server answers whole (buffered transport)")
+    need(tools, "index_pages")
+    frames = list(mcp.stream("tools/call", {"name": "index_pages", "arguments": {"pages": 3}},
+                             name="index_pages", meta={"progressToken": "smoke"}))
+    progress = [at for at, message in frames if message.get("method") == "notifications/progress"]
+    if len(progress) != 3 or "result" not in frames[-1][1]:
+        raise Failure("expected 3 progress notifications, then the result: %s" % json.dumps([m for _, m in frames])[:300])
+    ahead = frames[-1][0] - progress[0]
+    # The tool works 0.3 s per page: progress sent as it happens leads the
+    # result by two pages at least; buffered progress arrives with it.
+    if ahead < 0.5:
+        raise Failure("the first progress came only %.2f s before the result: not streamed" % ahead)
+    return "3 progress notifications, the first %.1f s before the result" % ahead
+
+
+def check_listen(mcp, tools):
+    if not mcp.streams:
+        raise Skip("no subscriptions/listen on the buffered transport")
+    stream = mcp.stream("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    _, first = next(stream)
+    if first.get("method") != "notifications/subscriptions/acknowledged":
+        raise Failure("the first frame is not the acknowledgement: %s" % json.dumps(first)[:300])
+    # Another request is served while the stream stays open.
+    mcp.rpc("tools/list", {})
+    stream.close()
+    return "acknowledged, and another request answered while it was open"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("url", help="the MCP endpoint, e.g. https://abc.execute-api.eu-west-1.amazonaws.com/mcp")
@@ -249,6 +303,8 @@ def main():
         ("multi-round call", check_multi_round),
         ("handle", check_handle),
         ("task", check_task),
+        ("streamed progress", check_streamed_progress),
+        ("listen stream", check_listen),
         ("no token: 401", check_unauthenticated),
         ("protected-resource metadata", lambda m, t: check_metadata(m, t, args.expect_auth or bool(token))),
     ]

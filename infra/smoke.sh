@@ -54,7 +54,7 @@ local_runs() {
   wait_for "http://127.0.0.1:$port/" 100 "$STATE_DIR/smoke-local.log"
   smoke "http://127.0.0.1:$port/mcp" --principal smoke --expect-auth
 
-  say "Lambda runtime under cargo lambda watch (Function URL events), with the task worker polling the emulator's queue"
+  say "Lambda runtime under cargo lambda watch (Function URL events, streamed), with the task worker polling the emulator's queue"
   local url="http://127.0.0.1:$watch_port/lambda-url/$FUNCTION/mcp"
   (
     # shellcheck disable=SC1091
@@ -66,8 +66,10 @@ local_runs() {
   (
     # shellcheck disable=SC1091
     source "$STATE_DIR/local.env"
-    export MCP_ALLOWED_HOSTS="127.0.0.1" MCP_RESOURCE="$url"
-    exec cargo lambda watch -A 127.0.0.1 -P "$watch_port" --package "$FUNCTION"
+    # Streaming, as the template's Transport=streaming deploys it; more
+    # than one instance, so a request is served while a stream is open.
+    export MCP_ALLOWED_HOSTS="127.0.0.1" MCP_RESOURCE="$url" MCP_TRANSPORT=streaming
+    exec cargo lambda watch -A 127.0.0.1 -P "$watch_port" --concurrency 4 --package "$FUNCTION"
   ) >"$STATE_DIR/smoke-watch.log" 2>&1 &
   started+=($!)
   # The first request builds and starts the function; wait for an answer.
