@@ -5,7 +5,8 @@ sending the trigger to reading its notification on the stream.
     python infra/listen_latency.py LISTEN_URL TRIGGER_URL [COUNT]
 
 Prints the median and p99 in milliseconds. Both servers must share a
-change feed (the emulator's table), as infra/listen-latency.sh arranges.
+change feed: two `everything` processes started with the emulator's
+environment (`source .tmp/local.env`, as infra/test.sh starts them).
 """
 
 import http.client

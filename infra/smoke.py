@@ -281,7 +281,9 @@ def check_listen(mcp, tools):
     _, first = next(stream)
     if first.get("method") != "notifications/subscriptions/acknowledged":
         raise Failure("the first frame is not the acknowledgement: %s" % json.dumps(first)[:300])
-    # Another request is served while the stream stays open.
+    # Another request is served while the stream stays open. Closing it
+    # here ends it for this client only: a Lambda holding it is not told
+    # and runs it to its bound (MCP_LISTEN_SECONDS).
     mcp.rpc("tools/list", {})
     stream.close()
     return "acknowledged, and another request answered while it was open"

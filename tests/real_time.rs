@@ -221,3 +221,59 @@ async fn a_trigger_on_one_instance_reaches_a_stream_held_by_another() {
     let items = scan(&sdk, &table).await;
     assert!(items.iter().any(|item| item["pk"].as_s().is_ok_and(|pk| pk == mcp_aws::dynamo_feed::FEED_KEY)), "{items:?}");
 }
+
+#[tokio::test]
+async fn a_call_silent_until_the_deadline_is_stopped_with_an_error() {
+    let endpoint = everything_with(deps_with(quick(true), Arc::default()), Transport::Streaming);
+    let body = request(4, "tools/call", json!({"name": "test_tool_with_slow_progress", "arguments": {"steps": 1, "intervalMs": 5000}}), json!({}));
+    for streamed in [false, true] {
+        let mut http_request = http::Request::post("/mcp").header("host", "127.0.0.1");
+        for (name, value) in standard_headers(&body) {
+            http_request = http_request.header(name, value);
+        }
+        let mut http_request = http_request.body(bytes::Bytes::from(body.to_string())).unwrap();
+        // As Lambda gives it: a second and a half left, the tool needs five.
+        let facts = mcp_stateless::EntryFacts { deadline: Some(std::time::Instant::now() + Duration::from_millis(1500)), ..Default::default() };
+        http_request.extensions_mut().insert(facts);
+        let text = if streamed {
+            let response = endpoint.handle_streaming(http_request).await;
+            String::from_utf8(http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes().to_vec()).unwrap()
+        } else {
+            String::from_utf8(endpoint.handle(http_request).await.into_body().to_vec()).unwrap()
+        };
+        let message: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(message["id"], 4, "{message}");
+        assert_eq!(message["error"]["code"], -32603, "{message}");
+        assert!(message["error"]["message"].as_str().unwrap().contains("time limit"), "{message}");
+    }
+}
+
+#[tokio::test]
+async fn a_whole_answer_cannot_be_a_listen_stream_whatever_the_handler_advertises() {
+    // Listening is on in these dependencies; the edge answers whole.
+    let endpoint = everything_with(deps_with(quick(true), Arc::default()), Transport::Buffered);
+    let addr = spawn(endpoint).await;
+    let reply = post(addr, &listen(6, json!({"toolsListChanged": true}), json!({}))).await;
+    assert_eq!(reply.status, 404);
+    assert_eq!(reply.json()["error"]["code"], -32601);
+    assert_eq!(reply.json()["id"], 6);
+}
+
+#[tokio::test]
+async fn an_older_deployment_still_in_the_feed_does_not_close_a_newer_builds_streams() {
+    // The feed holds another build's lists, recorded before this instance
+    // started (its own record at cold start failed, say): a stream records
+    // this build's lists as it opens, and an older record never counts as
+    // a newer deployment. Its streams stay open.
+    let feed = Arc::new(InMemoryFeed::default());
+    let older = ListDigests::of(&json!(["an older tool"]), &json!([]), &json!([]));
+    feed::record_live(feed.as_ref(), &older, SystemClock.now_ms() - 60_000).await.unwrap();
+    let addr = spawn(everything_with(deps_with(quick(true), feed.clone()), Transport::Streaming)).await;
+    let mut stream = EventStream::open(addr, &listen(7, json!({"toolsListChanged": true}), json!({})), None).await;
+    stream.until_method("notifications/subscriptions/acknowledged").await;
+    // Several polls later the stream is still there to take a change.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    call_tool(addr, "anyone", "test_trigger_tool_change", json!({}), json!({}), json!({})).await;
+    let (_, next) = stream.next().await.unwrap();
+    assert_eq!(next["method"], "notifications/tools/list_changed", "{next}");
+}

@@ -52,8 +52,6 @@ REQUEST_KEYS_BY_ACTION = {
     "dynamodb:PutItem": set(REQUEST_KEY_PREFIXES),
     "dynamodb:UpdateItem": {*REQUEST_KEY_PREFIXES, FEED_KEY_PREFIX},
     "dynamodb:DeleteItem": set(REQUEST_KEY_PREFIXES),
-    # A listen stream reads its watched items in one call.
-    "dynamodb:BatchGetItem": {"handle#*", FEED_KEY_PREFIX},
 }
 # Every deployable AuthMode and Transport; jwt with streaming is refused.
 COMBINATIONS = [
@@ -437,12 +435,10 @@ def test_dynamodb_actions_are_item_actions_on_the_table(cfn):
     template, _, _ = cfn
     dynamo = [s for s in iam_statements(template) if any(a.startswith("dynamodb:") for a in listed(s["Action"]))]
     assert dynamo
-    item_actions = {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem"}
+    item_actions = {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
     for statement in dynamo:
-        assert set(listed(statement["Action"])) <= item_actions, "no Query, Scan or table actions"
+        assert set(listed(statement["Action"])) <= item_actions, "no batch, Query, Scan or table actions"
         assert listed(statement["Resource"]) == [{"Fn::GetAtt": ["StateTable", "Arn"]}]
-    # Only the request function batch-reads (its listen streams).
-    assert "dynamodb:BatchGetItem" not in actions_of(template, "TaskWorkerRole", "dynamodb")
 
 
 def test_routes_and_auth(buffered):

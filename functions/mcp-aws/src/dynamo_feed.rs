@@ -6,7 +6,7 @@
 //!
 //! Round trips: a stream's poll is one consistent GetItem (1 read unit);
 //! a bump is one UpdateItem; recording a deployment is a read and, only
-//! when the lists changed, one conditional UpdateItem.
+//! when the lists changed, one conditional UpdateItem and a read back.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::BoxFuture;
@@ -88,14 +88,18 @@ impl ChangeFeed for DynamoStore {
             }
             let mut update = self.client.update_item().table_name(&self.table).key(PARTITION_KEY, s(FEED_KEY));
             let mut conditions = Vec::new();
-            // Unchanged since `seen` was read: every version as it was.
+            // No other deployment recorded since `seen` was read: every
+            // digest as it was (bumps, which change only versions, may
+            // come between and do not stop the record).
             for (i, kind) in ListKind::ALL.into_iter().enumerate() {
-                update = update.expression_attribute_names(format!("#v{i}"), version(kind));
+                update = update
+                    .expression_attribute_names(format!("#v{i}"), version(kind))
+                    .expression_attribute_names(format!("#d{i}"), digest(kind));
                 match seen.get(kind) {
-                    ListState { version: 0, .. } => conditions.push(format!("attribute_not_exists(#v{i})")),
-                    ListState { version, .. } => {
-                        conditions.push(format!("#v{i} = :seen{i}"));
-                        update = update.expression_attribute_values(format!(":seen{i}"), n(*version));
+                    ListState { digest, .. } if digest.is_empty() => conditions.push(format!("attribute_not_exists(#d{i})")),
+                    ListState { digest, .. } => {
+                        conditions.push(format!("#d{i} = :seen{i}"));
+                        update = update.expression_attribute_values(format!(":seen{i}"), s(digest));
                     }
                 }
             }
@@ -106,7 +110,6 @@ impl ChangeFeed for DynamoStore {
                 adds.push(format!("#v{i} :one"));
                 sets.push(format!("#d{i} = :d{i}, #at{i} = :now"));
                 update = update
-                    .expression_attribute_names(format!("#d{i}"), digest(kind))
                     .expression_attribute_names(format!("#at{i}"), changed_at(kind))
                     .expression_attribute_values(format!(":d{i}"), s(digests.get(kind)));
             }

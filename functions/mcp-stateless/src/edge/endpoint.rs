@@ -3,7 +3,10 @@
 //! ([`McpEndpoint::handle_streaming`]).
 //!
 //! Both entry points (Lambda and the local server) go through the same
-//! checks and rewrites, so they behave byte for byte alike. The edge enforces the transport rules
+//! checks and rewrites. Whole and streamed answers differ in one way: a
+//! -32021 refusal that is the whole answer carries HTTP 400, while one that
+//! ends a stream (after progress already sent with HTTP 200) is its last
+//! message. The edge enforces the transport rules
 //! rmcp leaves to the server (origin, body limits, JSON-RPC framing, the
 //! per-request `_meta` and version headers), builds the [`CallContext`] once,
 //! hands the request to rmcp's stateless Streamable HTTP service, and applies
@@ -136,7 +139,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     }
 
     async fn respond(&self, request: http::Request<Bytes>, log: &mut RequestLog, stream: bool) -> Reply {
-        match self.admit(request, log) {
+        match self.admit(request, log, stream) {
             Ok(Admitted::Request(request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, stream).await,
             Ok(Admitted::Other(request, id)) => self.dispatch(request, None, id, log, stream).await,
             Ok(Admitted::Answered(response)) => Reply::Whole(response),
@@ -153,6 +156,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         &self,
         mut request: http::Request<Bytes>,
         log: &mut RequestLog,
+        stream: bool,
     ) -> Result<Admitted, (EdgeError, Option<Value>)> {
         let facts = request.extensions().get::<EntryFacts>().cloned().unwrap_or_default();
         log.trace_id = request.headers().get("traceparent").and_then(|v| v.to_str().ok()).and_then(trace_id);
@@ -221,6 +225,11 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             return Err((EdgeError::Params(reason), id));
         }
         if method == "subscriptions/listen" {
+            // A whole answer cannot hold a stream open, whatever the
+            // handler advertises.
+            if !stream {
+                return Err((EdgeError::ListenNeedsStreaming, id));
+            }
             let task_ids = listen_task_ids(object.get("params"), &ctx).map_err(|e| (e, id.clone()))?;
             request.extensions_mut().insert(task_ids);
         }
@@ -257,7 +266,24 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let deadline = parts.extensions.get::<EntryFacts>().and_then(|facts| facts.deadline);
         let task_ids = parts.extensions.get::<TaskIdsFilter>().cloned().unwrap_or_default();
         let request_id = request_id.unwrap_or(Value::Null);
-        let response = self.rmcp.handle(http::Request::from_parts(parts, Full::new(body))).await;
+        // A handler that has sent nothing by the deadline is stopped (the
+        // response future is dropped, which cancels it) and the client gets
+        // an error rather than the gateway's 502 or 504.
+        let handled = self.rmcp.handle(http::Request::from_parts(parts, Full::new(body)));
+        let response = match deadline.and_then(|at| at.checked_sub(STREAM_MARGIN)) {
+            Some(cut) => match tokio::time::timeout_at(cut.into(), handled).await {
+                Ok(response) => response,
+                Err(_) => {
+                    tracing::warn!("call stopped at the invocation's deadline");
+                    let message = stream::out_of_time(request_id.clone());
+                    log.record_outcome(&message);
+                    let mut response = http::Response::new(Bytes::from(message.to_string()));
+                    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                    return Reply::Whole(response);
+                }
+            },
+            None => handled.await,
+        };
         let (mut parts, body) = response.into_parts();
         let mut finish = FinalRewrite { ctx, server_info: self.server_info.clone(), task_ids, request_id, log: None, outcome: None };
         if stream && is_event_stream(&parts.headers) {

@@ -105,7 +105,9 @@ pub fn rewritten<R: Rewrite>(inner: BoxBody<Bytes, Infallible>, rewrite: R, dead
                     state.buffer.clear();
                     if let Some((_, id)) = state.deadline.take().filter(|_| !state.answered) {
                         tracing::warn!("streamed call cut at the invocation's deadline");
-                        let event = format!("data: {}\n\n", out_of_time(id));
+                        let mut message = out_of_time(id);
+                        state.rewrite.message(&mut message);
+                        let event = format!("data: {message}\n\n");
                         return Some((Ok(Frame::data(Bytes::from(event))), state));
                     }
                 }

@@ -85,7 +85,8 @@ pub trait ChangeFeed: Send + Sync {
     /// Makes `digests` the lists of the live deployment, bumping each kind
     /// whose digest differs from the recorded one; `seen` is what the
     /// caller read, so a concurrent recorder wins instead of both bumping.
-    /// False when `seen` is no longer current (read again and retry).
+    /// False when another deployment recorded its digests since `seen`
+    /// (read again and retry); bumps in between do not matter.
     fn record<'a>(&'a self, seen: &'a Lists, digests: &'a ListDigests, now_ms: u64) -> BoxFuture<'a, Result<bool, StoreError>>;
 }
 
@@ -162,7 +163,7 @@ impl ChangeFeed for InMemoryFeed {
     fn record<'a>(&'a self, seen: &'a Lists, digests: &'a ListDigests, now_ms: u64) -> BoxFuture<'a, Result<bool, StoreError>> {
         let recorded = self.lists.with(|items| {
             let lists = items.entry(ITEM.into()).or_default();
-            if lists != seen {
+            if ListKind::ALL.into_iter().any(|kind| lists.get(kind).digest != seen.get(kind).digest) {
                 return false;
             }
             for kind in digests.differing(lists) {
@@ -202,12 +203,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_stale_read_does_not_record() {
+    async fn a_record_made_since_the_read_wins_and_bumps_do_not_stop_one() {
         let feed = InMemoryFeed::default();
         let seen = feed.lists().await.unwrap();
         feed.bump(ListKind::Prompts, 1).await.unwrap();
         let digests = ListDigests::of(&json!([]), &json!([]), &json!([]));
-        assert!(!feed.record(&seen, &digests, 2).await.unwrap(), "another write came between");
-        assert_eq!(feed.lists().await.unwrap().tools.version, 0);
+        assert!(feed.record(&seen, &digests, 2).await.unwrap(), "a bump in between does not matter");
+        let other = ListDigests::of(&json!(["x"]), &json!([]), &json!([]));
+        assert!(!feed.record(&seen, &other, 3).await.unwrap(), "another deployment recorded since the read");
+        assert_eq!(feed.lists().await.unwrap().tools.digest, digests.tools);
     }
 }

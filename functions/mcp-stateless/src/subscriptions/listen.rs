@@ -38,6 +38,11 @@ impl Subscriptions {
     /// invocation's deadline nears, or a newer deployment goes live.
     /// Returning `Ok` makes rmcp send the final result.
     pub async fn listen(&self, context: SubscriptionContext, tasks: Option<&Tasks>) -> Result<(), ErrorData> {
+        // rmcp acknowledged before this ran, so a change the client made
+        // right after the acknowledgement may precede the first read: one
+        // that recent is reported (a spare notification costs a client
+        // one list call; a lost one, a stale list).
+        let recent = self.clock.now_ms().saturating_sub(RECENT.as_millis() as u64);
         let request = context.request_context();
         let ctx = CallContext::of(request)?;
         let parts = request.extensions.get::<http::request::Parts>();
@@ -52,7 +57,11 @@ impl Subscriptions {
         if let Some(deadline) = deadline {
             lifetime = lifetime.min(deadline.saturating_duration_since(std::time::Instant::now()).saturating_sub(DEADLINE_MARGIN));
         }
-        let outcome = self.watch(&context, &ctx, tasks, &task_ids, lifetime).await;
+        // A cold start that could not record its lists tries again here.
+        if let Err(error) = self.record_live().await {
+            tracing::warn!(%error, "could not record this deployment's lists in the change feed");
+        }
+        let outcome = self.watch(&context, &ctx, tasks, &task_ids, lifetime, recent).await;
         if let Err(error) = self.quota.give_back(&key).await {
             tracing::warn!(%error, "open-stream count not given back; it lapses with its window");
         }
@@ -66,13 +75,9 @@ impl Subscriptions {
         tasks: Option<&Tasks>,
         task_ids: &[String],
         lifetime: Duration,
+        recent: u64,
     ) -> Result<(), ErrorData> {
         let ends = tokio::time::Instant::now() + lifetime;
-        // rmcp acknowledged before this ran, so a change the client made
-        // right after the acknowledgement may precede the first read: one
-        // that recent is reported (a spare notification costs a client
-        // one list call; a lost one, a stale list).
-        let recent = self.clock.now_ms().saturating_sub(RECENT.as_millis() as u64);
         let accepted = context.accepted();
         let kinds: Vec<ListKind> = [
             (ListKind::Tools, accepted.tools_list_changed),
@@ -88,7 +93,7 @@ impl Subscriptions {
         let mut seen_lists = if watch_feed { Some(self.feed.lists().await.map_err(internal)?) } else { None };
         if let Some(seen) = &seen_lists {
             for kind in &kinds {
-                if seen.get(*kind).changed_at_ms >= recent && !send_list_changed(context, *kind).await {
+                if seen.get(*kind).changed_at_ms >= recent && !within(ends, send_list_changed(context, *kind)).await {
                     return Ok(());
                 }
             }
@@ -100,7 +105,7 @@ impl Subscriptions {
                 let Some((fingerprint, task)) = task_state(tasks, ctx, id).await else { continue };
                 if seen.as_ref() != Some(&fingerprint) {
                     *seen = Some(fingerprint);
-                    if !send_task(context, task).await {
+                    if !within(ends, send_task(context, task)).await {
                         return Ok(());
                     }
                 }
@@ -115,7 +120,7 @@ impl Subscriptions {
                     Ok(now) => {
                         let replaced = self.replaced(&now);
                         for kind in &kinds {
-                            if now.get(*kind).version != seen.get(*kind).version && !send_list_changed(context, *kind).await {
+                            if now.get(*kind).version != seen.get(*kind).version && !within(ends, send_list_changed(context, *kind)).await {
                                 return Ok(());
                             }
                         }
@@ -132,10 +137,15 @@ impl Subscriptions {
         }
     }
 
-    /// Whether `lists` records a deployment other than this build.
+    /// Whether `lists` records a deployment other than this build, made
+    /// live after this instance started (an older one's lists, still
+    /// there because this instance could not record its own, are not).
     fn replaced(&self, lists: &Lists) -> bool {
         self.digests.get().is_some_and(|digests| {
-            digests.differing(lists).into_iter().any(|kind| !lists.get(kind).digest.is_empty())
+            digests.differing(lists).into_iter().any(|kind| {
+                let state = lists.get(kind);
+                !state.digest.is_empty() && state.changed_at_ms > self.started_ms
+            })
         })
     }
 }
@@ -154,6 +164,15 @@ async fn task_state(
         object.remove("lastUpdatedAt");
     }
     Some((value.to_string(), result.task))
+}
+
+/// Whether `send` delivered before the stream's end: a client that stops
+/// reading (and a full connection) cannot hold a stream past its bound.
+async fn within(ends: tokio::time::Instant, send: impl std::future::Future<Output = bool>) -> bool {
+    tokio::select! {
+        sent = send => sent,
+        _ = tokio::time::sleep_until(ends) => false,
+    }
 }
 
 /// False once the stream is gone.

@@ -90,11 +90,17 @@ pub struct Subscriptions {
     policy: ListenPolicy,
     /// The lists this build serves, set by the handler it is built into.
     digests: Arc<OnceLock<ListDigests>>,
+    /// Whether they are recorded in the feed (once per cold start).
+    recorded: Arc<std::sync::atomic::AtomicBool>,
+    /// When this instance started (epoch milliseconds): only a deployment
+    /// recorded after it replaces it.
+    started_ms: u64,
 }
 
 impl Subscriptions {
     pub fn new(feed: Arc<dyn ChangeFeed>, quota: Arc<dyn CreationQuota>, clock: Arc<dyn Clock>, policy: ListenPolicy) -> Self {
-        Self { feed, quota, clock, policy, digests: Arc::default() }
+        let started_ms = clock.now_ms();
+        Self { feed, quota, clock, policy, digests: Arc::default(), recorded: Arc::default(), started_ms }
     }
 
     /// Zero setup: the feed and the open-stream counts in this process.
@@ -128,12 +134,18 @@ impl Subscriptions {
         let _ = self.digests.set(digests);
     }
 
-    /// Records this build's lists as the live ones (at cold start): streams
-    /// held by older instances then notify their clients and close. Once
-    /// per cold start, and only where streams exist.
+    /// Records this build's lists as the live ones (at cold start, and at
+    /// a stream's start until that succeeded): streams held by older
+    /// instances then notify their clients and close. Only where streams
+    /// exist.
     pub async fn record_live(&self) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering;
         match self.digests.get() {
-            Some(digests) if self.enabled() => feed::record_live(self.feed.as_ref(), digests, self.clock.now_ms()).await.map(drop),
+            Some(digests) if self.enabled() && !self.recorded.load(Ordering::Relaxed) => {
+                feed::record_live(self.feed.as_ref(), digests, self.clock.now_ms()).await?;
+                self.recorded.store(true, Ordering::Relaxed);
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
