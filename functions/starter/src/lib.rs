@@ -8,14 +8,19 @@ mod testing;
 use std::borrow::Cow;
 
 use rmcp::{
-    ServerHandler,
+    ErrorData, RoleServer, ServerHandler,
     handler::server::router::tool::ToolRouter,
-    model::{ProtocolVersion, ServerCapabilities, ServerConfig},
+    model::{
+        ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, ProtocolVersion,
+        ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability, ServerCapabilities, ServerConfig,
+    },
+    service::RequestContext,
     tool_handler,
 };
 
 use mcp_stateless::{
-    Dependencies, Handles, RequestStates,
+    CallContext, Dependencies, Handles, RequestStates,
+    handles::resource::HandleResources,
     subscriptions::{ListDigests, Subscriptions},
     tasks::Tasks,
 };
@@ -33,6 +38,8 @@ pub struct Server {
     tasks: Tasks,
     /// `subscriptions/listen` streams (where responses stream).
     subscriptions: Subscriptions,
+    /// Handles clients read and watch as resources (`tools::resources`).
+    resources: HandleResources,
     tool_router: ToolRouter<Self>,
 }
 
@@ -43,19 +50,25 @@ impl Server {
         // inputSchema before the tool runs (a tool error if they break it).
         let tool_router = mcp_stateless::protocol::arguments::checked(tools::all() + tasks.router());
         // A deployment whose tools differ tells listening clients so.
-        deps.subscriptions.serve_lists(ListDigests::of(&serde_json::json!(tool_router.list_all()), &serde_json::json!([]), &serde_json::json!([])));
-        Self { request_states: deps.request_states, handles: deps.handles, tasks, subscriptions: deps.subscriptions, tool_router }
+        let resources = tools::resources();
+        deps.subscriptions.serve_lists(ListDigests::of(
+            &serde_json::json!(tool_router.list_all()),
+            &serde_json::json!([]),
+            &serde_json::json!(resources.templates()),
+        ));
+        Self { request_states: deps.request_states, handles: deps.handles, tasks, subscriptions: deps.subscriptions, resources, tool_router }
     }
 }
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        mcp_stateless::protocol::server_info(
-            env!("CARGO_PKG_NAME"),
-            env!("CARGO_PKG_VERSION"),
-            self.subscriptions.advertise(ServerCapabilities::builder().enable_tools().enable_tasks().build(), false),
-        )
+        let mut capabilities = ServerCapabilities::builder().enable_tools().enable_tasks().build();
+        if !self.resources.is_empty() {
+            capabilities.resources = Some(ResourcesCapability::default());
+        }
+        let capabilities = self.subscriptions.advertise(capabilities, !self.resources.is_empty());
+        mcp_stateless::protocol::server_info(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"), capabilities)
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -63,7 +76,32 @@ impl ServerHandler for Server {
     }
 
     mcp_stateless::task_methods!(tasks);
-    mcp_stateless::listen_methods!(subscriptions, tasks);
+    mcp_stateless::listen_methods!(subscriptions, tasks, resources, handles);
+
+    // Handle-backed resources are per caller: none is listed for everyone.
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(Vec::new()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(self.resources.templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.resources.read(&self.handles, &CallContext::of(&context)?, &request.uri).await.map(Into::into)
+    }
 }
 
 #[cfg(test)]

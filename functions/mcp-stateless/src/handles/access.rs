@@ -160,6 +160,13 @@ impl Handles {
         outcome(self.store.apply(&key, &Change::Touch, now, now + kind.idle_ttl.as_secs()).await)
     }
 
+    /// Reads without sliding the expiry: for watchers, whose reads are not
+    /// the owner using the handle.
+    pub async fn peek(&self, ctx: &CallContext, kind: &HandleKind, handle: &str) -> Result<HandleRecord, HandleFailure> {
+        let key = self.key(ctx, kind, handle)?;
+        outcome(self.store.get(&key, self.clock.now()).await)
+    }
+
     /// Best effort: a count not given back only lowers the owner's quota
     /// until its window ends.
     async fn give_back(&self, quota: &QuotaKey) {

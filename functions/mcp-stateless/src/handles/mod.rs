@@ -7,6 +7,7 @@
 //! nothing at all ("State Handle Hijacking", security-best-practices).
 
 pub mod access;
+pub mod resource;
 
 use std::time::Duration;
 

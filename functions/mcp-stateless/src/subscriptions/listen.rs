@@ -13,7 +13,20 @@ use rmcp::{
 use serde_json::Value;
 
 use super::{ListKind, Subscriptions, feed::Lists};
-use crate::{CallContext, EntryFacts, quota::QuotaKey, tasks::Tasks};
+use crate::{
+    CallContext, EntryFacts,
+    handles::{access::Handles, resource::HandleResources},
+    quota::QuotaKey,
+    tasks::Tasks,
+};
+
+/// What a stream can watch beyond the lists: the caller's tasks, and the
+/// handle-backed resources a server exposes.
+#[derive(Clone, Copy, Default)]
+pub struct Watched<'a> {
+    pub tasks: Option<&'a Tasks>,
+    pub resources: Option<(&'a HandleResources, &'a Handles)>,
+}
 
 /// The `notifications.taskIds` of a listen request. rmcp's filter has no
 /// such field, so the edge reads it from the body (and refuses it without
@@ -37,7 +50,7 @@ impl Subscriptions {
     /// Runs one stream until the client leaves, its lifetime ends, the
     /// invocation's deadline nears, or a newer deployment goes live.
     /// Returning `Ok` makes rmcp send the final result.
-    pub async fn listen(&self, context: SubscriptionContext, tasks: Option<&Tasks>) -> Result<(), ErrorData> {
+    pub async fn listen(&self, context: SubscriptionContext, watched: Watched<'_>) -> Result<(), ErrorData> {
         // rmcp acknowledged before this ran, so a change the client made
         // right after the acknowledgement may precede the first read: one
         // that recent is reported (a spare notification costs a client
@@ -61,7 +74,7 @@ impl Subscriptions {
         if let Err(error) = self.record_live().await {
             tracing::warn!(%error, "could not record this deployment's lists in the change feed");
         }
-        let outcome = self.watch(&context, &ctx, tasks, &task_ids, lifetime, recent).await;
+        let outcome = self.watch(&context, &ctx, watched, &task_ids, lifetime, recent).await;
         if let Err(error) = self.quota.give_back(&key).await {
             tracing::warn!(%error, "open-stream count not given back; it lapses with its window");
         }
@@ -72,7 +85,7 @@ impl Subscriptions {
         &self,
         context: &SubscriptionContext,
         ctx: &CallContext,
-        tasks: Option<&Tasks>,
+        watched: Watched<'_>,
         task_ids: &[String],
         lifetime: Duration,
         recent: u64,
@@ -99,7 +112,21 @@ impl Subscriptions {
             }
         }
         // Each task's state as the stream opens, then every change.
+        let tasks = watched.tasks;
         let mut seen_tasks: Vec<(&str, Option<String>)> = task_ids.iter().map(|id| (id.as_str(), None)).collect();
+        // Each resource's version as the stream opens (one changed in the
+        // last second is reported, as for lists), then every change.
+        let uris = accepted.resource_subscriptions.clone().unwrap_or_default();
+        let mut seen_resources = Vec::new();
+        for uri in &uris {
+            let state = resource_state(watched, ctx, uri).await;
+            if state.is_some_and(|(_, changed_at_s)| changed_at_s.saturating_add(1) * 1000 >= recent)
+                && !within(ends, send_resource_updated(context, uri)).await
+            {
+                return Ok(());
+            }
+            seen_resources.push((uri.as_str(), state.map(|(version, _)| version)));
+        }
         loop {
             for (id, seen) in seen_tasks.iter_mut() {
                 let Some((fingerprint, task)) = task_state(tasks, ctx, id).await else { continue };
@@ -114,6 +141,15 @@ impl Subscriptions {
                 _ = context.cancelled() => return Ok(()),
                 _ = tokio::time::sleep_until(ends) => return Ok(()),
                 _ = tokio::time::sleep(self.policy.poll_interval) => {}
+            }
+            for (uri, seen) in seen_resources.iter_mut() {
+                let Some((version, _)) = resource_state(watched, ctx, uri).await else { continue };
+                if *seen != Some(version) {
+                    *seen = Some(version);
+                    if !within(ends, send_resource_updated(context, uri)).await {
+                        return Ok(());
+                    }
+                }
             }
             if let Some(seen) = seen_lists.as_mut() {
                 match self.feed.lists().await {
@@ -173,6 +209,15 @@ async fn within(ends: tokio::time::Instant, send: impl std::future::Future<Outpu
         sent = send => sent,
         _ = tokio::time::sleep_until(ends) => false,
     }
+}
+
+async fn resource_state(watched: Watched<'_>, ctx: &CallContext, uri: &str) -> Option<(u64, u64)> {
+    let (resources, handles) = watched.resources?;
+    resources.version(handles, ctx, uri).await
+}
+
+async fn send_resource_updated(context: &SubscriptionContext, uri: &str) -> bool {
+    context.sink().notify_resource_updated(uri).await.is_ok()
 }
 
 /// False once the stream is gone.

@@ -26,10 +26,13 @@ use crate::{
     storage::StoreError,
 };
 pub use feed::{ChangeFeed, InMemoryFeed, ListDigests, ListKind};
-pub use listen::TaskIdsFilter;
+pub use listen::{TaskIdsFilter, Watched};
 
 /// Task ids one stream may watch: each is read every poll interval.
 pub const MAX_LISTEN_TASK_IDS: usize = 20;
+/// Resources one stream may watch, for the same reason; the
+/// acknowledgement names the ones it does.
+pub const MAX_LISTEN_RESOURCES: usize = 20;
 
 /// How streams behave; from the environment once per cold start.
 #[derive(Debug, Clone)]
@@ -183,28 +186,35 @@ impl Subscriptions {
     /// What a stream accepts of `requested`: `None` (-32601) where streams
     /// do not exist. rmcp narrows it further to what is advertised.
     pub fn accepted(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        self.enabled().then(|| requested.clone())
+        self.enabled().then(|| {
+            let mut accepted = requested.clone();
+            if let Some(uris) = accepted.resource_subscriptions.as_mut() {
+                uris.truncate(MAX_LISTEN_RESOURCES);
+            }
+            accepted
+        })
     }
 }
 
 /// Implements `accepted_subscription_filter` and `listen` on a handler
-/// through its [`Subscriptions`] field, with its [`crate::tasks::Tasks`]
-/// for `taskIds` (the second form: no tasks).
+/// through its [`Subscriptions`] field: `listen_methods!(subscriptions)`;
+/// with its [`crate::tasks::Tasks`] field for `taskIds`:
+/// `listen_methods!(subscriptions, tasks)`; and with its
+/// [`crate::handles::resource::HandleResources`] and
+/// [`crate::Handles`] fields for `resourceSubscriptions`:
+/// `listen_methods!(subscriptions, tasks, resources, handles)`.
 #[macro_export]
 macro_rules! listen_methods {
-    ($field:ident, $tasks:ident) => {
-        fn accepted_subscription_filter(
-            &self,
-            requested: &::rmcp::model::SubscriptionFilter,
-        ) -> Option<::rmcp::model::SubscriptionFilter> {
-            self.$field.accepted(requested)
-        }
-
-        async fn listen(&self, context: ::rmcp::service::SubscriptionContext) -> Result<(), ::rmcp::ErrorData> {
-            self.$field.listen(context, Some(&self.$tasks)).await
-        }
-    };
     ($field:ident) => {
+        $crate::listen_methods!(@impl $field; ;);
+    };
+    ($field:ident, $tasks:ident) => {
+        $crate::listen_methods!(@impl $field; $tasks;);
+    };
+    ($field:ident, $tasks:ident, $resources:ident, $handles:ident) => {
+        $crate::listen_methods!(@impl $field; $tasks; $resources, $handles);
+    };
+    (@impl $field:ident; $($tasks:ident)?; $($resources:ident, $handles:ident)?) => {
         fn accepted_subscription_filter(
             &self,
             requested: &::rmcp::model::SubscriptionFilter,
@@ -213,7 +223,11 @@ macro_rules! listen_methods {
         }
 
         async fn listen(&self, context: ::rmcp::service::SubscriptionContext) -> Result<(), ::rmcp::ErrorData> {
-            self.$field.listen(context, None).await
+            #[allow(unused_mut)]
+            let mut watched = $crate::subscriptions::Watched::default();
+            $(watched.tasks = Some(&self.$tasks);)?
+            $(watched.resources = Some((&self.$resources, &self.$handles));)?
+            self.$field.listen(context, watched).await
         }
     };
 }

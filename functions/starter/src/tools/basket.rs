@@ -6,12 +6,16 @@
 //! same handle gets the same answer as an unknown handle. `checkout` asks
 //! the user to confirm before the destructive step, and opens its state at
 //! most once, so a replayed confirmation cannot place a second order.
+//!
+//! Each basket is also a resource, `basket://<handle>` ([`BASKET_RESOURCE`]):
+//! its owner can read it, and a `subscriptions/listen` stream that names it
+//! in `resourceSubscriptions` is told when it changes, from any instance.
 
 use std::time::Duration;
 
 use mcp_stateless::{
     CallContext, Change, HandleKind, StateScope,
-    handles::access::HandleFailure,
+    handles::{HandleRecord, access::HandleFailure, resource::HandleResource},
     sealed::mrtr::{ElicitationReply, ask_one, checked_reply, form_request, require_form_elicitation},
 };
 use rmcp::{
@@ -41,6 +45,18 @@ pub const BASKET: HandleKind = HandleKind {
     max_per_owner: 20,
 };
 pub const MAX_LINES: usize = 200;
+
+/// Baskets as resources: `basket://<handle>`, read as JSON.
+pub const BASKET_RESOURCE: HandleResource = HandleResource {
+    scheme: "basket",
+    kind: &BASKET,
+    description: "A basket's lines and expiry (its owner only); subscribe to hear when it changes",
+    render: render_basket,
+};
+
+fn render_basket(record: &HandleRecord) -> Value {
+    json!({"lines": lines(&record.data), "expires_at": record.expires_at})
+}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct BasketArgument {
@@ -233,6 +249,49 @@ mod tests {
 
     fn confirm(state: &Value, yes: bool) -> Value {
         json!({"requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": yes}}}})
+    }
+
+    /// The basket as a resource: its owner reads it and hears when it
+    /// changes; anyone else gets what an unknown basket gets.
+    #[tokio::test]
+    async fn a_basket_is_a_resource_its_owner_reads_and_watches() {
+        use e2e::{EventStream, post_with, request, set_header, streams::listen};
+        let addr = serve().await;
+        let basket = create(addr).await;
+        let uri = format!("basket://{basket}");
+        let read = |who: &'static str, uri: String| async move {
+            let body = request(1, "resources/read", json!({"uri": uri}), json!({}));
+            post_with(addr, &body, |h| set_header(h, "x-mcp-dev-principal", who)).await.json()
+        };
+        let own = read("alice", uri.clone()).await;
+        let contents: Value = serde_json::from_str(own["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(contents["lines"], json!([]), "{own}");
+        let foreign = read("mallory", uri.clone()).await;
+        let unknown = read("mallory", "basket://bsk_AAAAAAAAAAAAAAAAAAAAAA".into()).await;
+        for field in ["code", "message"] {
+            assert_eq!(foreign["error"][field], unknown["error"][field], "somebody else's basket reads like an unknown one");
+        }
+        assert_eq!(foreign["error"]["data"]["uri"], json!(uri), "only the URI asked for is echoed");
+
+        let filter = json!({"resourceSubscriptions": [uri]});
+        let mut owner = EventStream::open(addr, &listen(1, filter.clone(), json!({})), Some("alice")).await;
+        let mut other = EventStream::open(addr, &listen(2, filter, json!({})), Some("mallory")).await;
+        for stream in [&mut owner, &mut other] {
+            let ack = stream.until_method("notifications/subscriptions/acknowledged").await;
+            assert_eq!(ack["params"]["notifications"]["resourceSubscriptions"], json!([uri]), "acknowledged alike: {ack}");
+        }
+        // Past the window in which a change counts as made with the
+        // acknowledgement (the basket was just created).
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        while let Some(early) = owner.next_within(std::time::Duration::from_millis(10)).await {
+            assert_eq!(early["method"], "notifications/resources/updated", "{early}");
+        }
+        add(addr, &basket, "tea", 1).await;
+        let updated = owner.until_method("notifications/resources/updated").await;
+        assert_eq!(updated["params"]["uri"], json!(uri));
+        assert_eq!(updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 1);
+        // Mallory's stream has polled as often as alice's: nothing.
+        assert_eq!(other.next_within(std::time::Duration::from_millis(600)).await, None);
     }
 
     #[tokio::test]

@@ -27,7 +27,7 @@ mod publish;
 mod reminder;
 mod report;
 
-use mcp_stateless::tasks::TaskTools;
+use mcp_stateless::{handles::resource::HandleResources, tasks::TaskTools};
 use rmcp::handler::server::router::tool::ToolRouter;
 
 use crate::Server;
@@ -50,4 +50,12 @@ pub fn task_tools() -> TaskTools {
     tools += report::report_tasks();
     tools += publish::publish_tasks();
     tools
+}
+
+/// Handle-backed state clients read and watch as resources.
+#[allow(unused_mut)] // once the last example is deleted
+pub(crate) fn resources() -> HandleResources {
+    let mut resources = HandleResources::default();
+    resources += basket::BASKET_RESOURCE;
+    resources
 }
