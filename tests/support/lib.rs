@@ -94,12 +94,17 @@ impl Reply {
     }
 }
 
-/// Sends one raw HTTP/1.1 request.
+/// Sends one raw HTTP/1.1 request to `/mcp`.
 pub async fn send(addr: SocketAddr, method: &str, headers: &[(String, String)], body: Vec<u8>) -> Reply {
+    send_to(addr, method, "/mcp", headers, body).await
+}
+
+/// Sends one raw HTTP/1.1 request to `path`.
+pub async fn send_to(addr: SocketAddr, method: &str, path: &str, headers: &[(String, String)], body: Vec<u8>) -> Reply {
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
     tokio::spawn(connection);
-    let mut builder = http::Request::builder().method(method).uri("/mcp");
+    let mut builder = http::Request::builder().method(method).uri(path);
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
         builder = builder.header("host", addr.to_string());
     }

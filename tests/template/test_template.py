@@ -34,7 +34,14 @@ OPTIONAL = {
     "MCP_AWS_OPERATION_TIMEOUT_MS",
     "MCP_FEED_POLL_MS",
     "MCP_LISTEN_MAX_PER_OWNER",
+    # The function finds the issuer's keys in its OpenID configuration; this
+    # only overrides that.
+    "MCP_JWT_JWKS_URL",
 }
+# What the function needs to verify bearer tokens itself (AuthMode jwt with
+# Transport streaming, which has no API Gateway authorizer), and the
+# parameters each must equal there.
+FUNCTION_JWT = {"MCP_JWT_ISSUER": "JwtIssuer", "MCP_JWT_AUDIENCE": "JwtAudience", "MCP_JWT_SCOPES": "ScopesSupported"}
 # Read only by the worker function.
 WORKER_ONLY = {"MCP_TASK_DEAD_LETTER_QUEUE_ARN"}
 # Where the code derives the task timings; the template's worker timeouts
@@ -53,12 +60,14 @@ REQUEST_KEYS_BY_ACTION = {
     "dynamodb:UpdateItem": {*REQUEST_KEY_PREFIXES, FEED_KEY_PREFIX},
     "dynamodb:DeleteItem": set(REQUEST_KEY_PREFIXES),
 }
-# Every deployable AuthMode and Transport; jwt with streaming is refused.
+# Every AuthMode with every Transport: all deploy (jwt with streaming has
+# the function verify the tokens).
 COMBINATIONS = [
     ("cognito", "buffered"),
     ("jwt", "buffered"),
     ("none", "buffered"),
     ("cognito", "streaming"),
+    ("jwt", "streaming"),
     ("none", "streaming"),
 ]
 # The REST stage clients see in the path (MCP_BASE_PATH is /STAGE).
@@ -190,7 +199,7 @@ def buffered(request):
     return translate(request.param, Transport="buffered"), request.param
 
 
-@pytest.fixture(scope="module", params=["cognito", "none"])
+@pytest.fixture(scope="module", params=["cognito", "jwt", "none"])
 def streaming(request):
     return translate(request.param, Transport="streaming"), request.param
 
@@ -716,11 +725,12 @@ def test_streaming_auth_requires_the_cognito_scope_on_mcp_only(streaming):
         assert "AuthorizerId" not in methods[("GET", path)] and "AuthorizationScopes" not in methods[("GET", path)], path
     mcp = methods[("ANY", "/mcp")]
     authorizers = resources(template, "AWS::ApiGateway::Authorizer")
-    if mode == "none":
+    if mode != "cognito":
+        # none: open; jwt: the function verifies the token (MCP_JWT_*).
         assert mcp["AuthorizationType"] == "NONE"
         assert "AuthorizerId" not in mcp and "AuthorizationScopes" not in mcp
         assert not authorizers
-        assert variables["MCP_AUTHORIZATION_SERVERS"] == ""
+        assert variables["MCP_AUTHORIZATION_SERVERS"] == ({"Ref": "JwtIssuer"} if mode == "jwt" else "")
         return
     assert mcp["AuthorizationType"] == "COGNITO_USER_POOLS"
     assert mcp["AuthorizerId"] == {"Ref": "McpRestAuthorizer"}
@@ -745,7 +755,8 @@ def www_authenticate(response):
 def test_streaming_refusals_point_at_the_metadata_under_the_stage(streaming):
     template, mode = streaming
     responses = {r["Properties"]["ResponseType"]: r["Properties"] for r in resources(template, "AWS::ApiGateway::GatewayResponse").values()}
-    if mode == "none":
+    if mode != "cognito":
+        # none: nothing is refused; jwt: the function writes its own 401/403.
         assert not responses, "no authorizer, no refusals to explain"
         return
     assert set(responses) == {"UNAUTHORIZED", "ACCESS_DENIED"}
@@ -780,7 +791,70 @@ def test_changing_auth_mode_makes_a_new_snapshot():
     the old, open methods deployed."""
     cognito = set(resources(translate("cognito", Transport="streaming"), "AWS::ApiGateway::Deployment"))
     open_ = set(resources(translate("none", Transport="streaming"), "AWS::ApiGateway::Deployment"))
+    jwt = set(resources(translate("jwt", Transport="streaming"), "AWS::ApiGateway::Deployment"))
     assert cognito and open_ and cognito.isdisjoint(open_)
+    # jwt and none deploy the same methods (no authorizer): one snapshot.
+    assert jwt == open_
+
+
+def parameter_value(node, params):
+    """What `node` (a Ref to a parameter, an Fn::Join of one, or a literal)
+    amounts to when the stack is deployed with `params`."""
+    declared = load_template(ROOT / "template.yaml")["Parameters"]
+    if isinstance(node, str):
+        return node
+    if set(node) == {"Ref"}:
+        name = node["Ref"]
+        value = str(params.get(name, declared[name].get("Default", "")))
+        return value.split(",") if declared[name]["Type"] == "CommaDelimitedList" else value
+    if set(node) == {"Fn::Join"}:
+        separator, values = node["Fn::Join"]
+        joined = parameter_value(values, params) if isinstance(values, dict) else [parameter_value(v, params) for v in values]
+        assert isinstance(joined, list), node
+        return separator.join(joined)
+    raise AssertionError(f"not a parameter value: {node}")
+
+
+@pytest.mark.parametrize("mode", ["cognito", "jwt", "none"])
+@pytest.mark.parametrize("transport", ["buffered", "streaming"])
+def test_only_jwt_with_streaming_has_the_function_verify_tokens(mode, transport):
+    # Two audiences and two scopes, so a list passed whole or a scope lost
+    # would show.
+    params = {
+        "Transport": transport,
+        "JwtIssuer": "https://issuer.example.com/",
+        "JwtAudience": "mcp-client,https://mcp.example.com/api/mcp",
+        "ScopesSupported": "mcp:read,mcp:write",
+    }
+    template = translate(mode, **params)
+    params["AuthMode"] = mode
+    variables = function(template, "McpFunction")["Environment"]["Variables"]
+    assert FUNCTION_JWT.keys() <= set(variables)
+    # Lambda takes only strings: a CommaDelimitedList must be joined.
+    deployed = {name: parameter_value(variables[name], params) for name in FUNCTION_JWT}
+    assert all(isinstance(v, str) for v in deployed.values()), deployed
+    if (mode, transport) != ("jwt", "streaming"):
+        # An API Gateway authorizer verifies the tokens (or none are needed).
+        assert deployed == dict.fromkeys(FUNCTION_JWT, "")
+        return
+    assert deployed == {
+        "MCP_JWT_ISSUER": "https://issuer.example.com/",
+        "MCP_JWT_AUDIENCE": "mcp-client,https://mcp.example.com/api/mcp",
+        "MCP_JWT_SCOPES": "mcp:read,mcp:write",
+    }
+    # The function requires what the metadata publishes.
+    assert variables["MCP_JWT_ISSUER"] == variables["MCP_AUTHORIZATION_SERVERS"] == {"Ref": "JwtIssuer"}
+    assert variables["MCP_JWT_SCOPES"] == variables["MCP_SCOPES_SUPPORTED"]
+    # Nothing in front of the function checks the token, or refuses for it.
+    mcp = rest_methods(template)[("ANY", "/mcp")]
+    assert mcp["AuthorizationType"] == "NONE"
+    assert "AuthorizerId" not in mcp and "AuthorizationScopes" not in mcp
+    assert not resources(template, "AWS::ApiGateway::Authorizer")
+    assert not resources(template, "AWS::ApiGateway::GatewayResponse")
+    assert not resources(template, "AWS::ApiGatewayV2::Authorizer")
+    assert not [k for k, r in template["Resources"].items() if r["Type"].startswith("AWS::Cognito::")]
+    (deployment,) = resources(template, "AWS::ApiGateway::Deployment")
+    assert the(template, "AWS::ApiGateway::Stage")["DeploymentId"] == {"Ref": deployment}
 
 
 def failed_assertions(params):
@@ -825,25 +899,22 @@ def failed_assertions(params):
 
 @pytest.mark.parametrize("mode", ["cognito", "jwt", "none"])
 @pytest.mark.parametrize("transport", ["buffered", "streaming"])
-def test_jwt_with_streaming_is_refused_and_every_other_combination_deploys(mode, transport):
+def test_every_combination_deploys(mode, transport):
+    assert (mode, transport) in COMBINATIONS
     params = {"AuthMode": mode, "Transport": transport, "JwtIssuer": "https://issuer.example.com/", "JwtAudience": "mcp"}
-    failed = failed_assertions(params)
-    if (mode, transport) in COMBINATIONS:
-        assert failed == []
-        return
-    assert (mode, transport) == ("jwt", "streaming")
-    assert [rule for rule, _ in failed] == ["StreamingNeedsCognitoOrNone"]
-    # The refusal tells the user what works instead.
-    description = failed[0][1]
-    for word in ("jwt", "streaming", "cognito", "none", "buffered"):
-        assert word in description, word
+    assert failed_assertions(params) == []
 
 
 def test_the_rules_are_evaluated_not_just_read():
-    # jwt without an issuer: the other rule refuses, whatever the transport.
-    assert [r for r, _ in failed_assertions({"AuthMode": "jwt", "JwtAudience": "mcp"})] == ["JwtNeedsIssuerAudienceAndScopes"]
-    assert sorted(r for r, _ in failed_assertions({"AuthMode": "jwt", "Transport": "streaming"})) == [
-        "JwtNeedsIssuerAudienceAndScopes",
-        "JwtNeedsIssuerAudienceAndScopes",
-        "StreamingNeedsCognitoOrNone",
-    ]
+    # jwt without an issuer: the jwt rule refuses, whatever the transport.
+    for transport in ("buffered", "streaming"):
+        failed = failed_assertions({"AuthMode": "jwt", "Transport": transport, "JwtAudience": "mcp"})
+        assert failed == [("JwtNeedsIssuerAudienceAndScopes", "JwtIssuer is required when AuthMode is jwt.")], transport
+        # Without issuer and audience, both are named.
+        failed = failed_assertions({"AuthMode": "jwt", "Transport": transport})
+        assert [d for _, d in failed] == [
+            "JwtIssuer is required when AuthMode is jwt.",
+            "JwtAudience is required when AuthMode is jwt.",
+        ], transport
+    # Nothing else is refused: jwt with streaming has no rule of its own.
+    assert set(load_template(ROOT / "template.yaml")["Rules"]) == {"JwtNeedsIssuerAudienceAndScopes"}

@@ -135,7 +135,11 @@ where
 {
     let policy = EdgePolicy::from_env(mode).map_err(StartError::Config)?;
     let subscriptions = deps.subscriptions.clone();
-    let endpoint = Arc::new(McpEndpoint::new(build_handler(deps), policy));
+    let mut endpoint = McpEndpoint::new(build_handler(deps), policy);
+    if let Some(bearer) = edge::bearer::BearerPolicy::from_env().map_err(StartError::Config)? {
+        endpoint = endpoint.with_bearer(edge::bearer::BearerVerifier::new(bearer).map_err(StartError::Config)?);
+    }
+    let endpoint = Arc::new(endpoint);
     // Streams held by instances of an older deployment learn from this
     // that the lists changed (one read per cold start where streams exist).
     if let Err(error) = subscriptions.record_live().await {

@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 use crate::{
     protocol::capability_guard::missing_capabilities,
     protocol::context::{CallContext, Principal},
+    edge::bearer::BearerVerifier,
     edge::error::{EdgeError, code},
     edge::policy::{EdgePolicy, MCP_PATH, Transport},
     edge::stream::{self, EdgeBody, Rewrite},
@@ -65,6 +66,8 @@ pub struct McpEndpoint<S: ServerHandler> {
     /// The handler's `Implementation`, added to every result's `_meta`.
     server_info: Value,
     resource_metadata: ResourceMetadata,
+    /// Tokens verified here (`AuthMode=jwt` behind a REST API).
+    bearer: Option<Arc<BearerVerifier>>,
 }
 
 impl<S: ServerHandler + Clone> McpEndpoint<S> {
@@ -89,12 +92,19 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             Arc::new(NeverSessionManager::default()),
             config,
         );
-        Self { rmcp, policy: Arc::new(policy), server_info, resource_metadata: ResourceMetadata::from_env() }
+        Self { rmcp, policy: Arc::new(policy), server_info, resource_metadata: ResourceMetadata::from_env(), bearer: None }
     }
 
     /// Replaces the protected resource metadata read from the environment.
     pub fn with_resource_metadata(mut self, metadata: ResourceMetadata) -> Self {
         self.resource_metadata = metadata;
+        self
+    }
+
+    /// Verifies every MCP request's bearer token with `verifier`; the
+    /// principal is the token's (`iss`, `sub`).
+    pub fn with_bearer(mut self, verifier: Arc<BearerVerifier>) -> Self {
+        self.bearer = Some(verifier);
         self
     }
 
@@ -138,7 +148,24 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         }
     }
 
-    async fn respond(&self, request: http::Request<Bytes>, log: &mut RequestLog, stream: bool) -> Reply {
+    async fn respond(&self, mut request: http::Request<Bytes>, log: &mut RequestLog, stream: bool) -> Reply {
+        if let Some(verifier) = &self.bearer
+            && request.uri().path() == MCP_PATH
+        {
+            match verifier.verify(request.headers()).await {
+                Ok(principal) => {
+                    let facts = request.extensions_mut().get_or_insert_default::<EntryFacts>();
+                    facts.principal = principal;
+                    facts.unidentified = false;
+                }
+                Err(refusal) => {
+                    let host = request.extensions().get::<EntryFacts>().and_then(|f| f.api_domain.clone())
+                        .or_else(|| request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned))
+                        .unwrap_or_default();
+                    return Reply::Whole(refusal.into_response(&self.resource_metadata.url(&host), &verifier.policy().scopes));
+                }
+            }
+        }
         match self.admit(request, log, stream) {
             Ok(Admitted::Request(request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, stream).await,
             Ok(Admitted::Other(request, id)) => self.dispatch(request, None, id, log, stream).await,

@@ -4,6 +4,7 @@
 //! codes and HTTP statuses, one log line per request, the protected
 //! resource metadata, and the two entry points (Lambda events, a local port).
 
+pub mod bearer;
 pub mod endpoint;
 pub mod error;
 pub mod lambda;

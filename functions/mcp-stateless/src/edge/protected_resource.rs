@@ -50,16 +50,21 @@ impl ResourceMetadata {
         path == WELL_KNOWN || path.strip_prefix(WELL_KNOWN) == Some(MCP_PATH)
     }
 
+    /// Where clients find the document for a request to `host` (named in
+    /// `WWW-Authenticate`): under the base path, as this function serves it.
+    pub fn url(&self, host: &str) -> String {
+        let origin = self.resource.as_deref().and_then(origin_of).unwrap_or_else(|| format!("{}://{host}", scheme_for(host)));
+        format!("{origin}{}{WELL_KNOWN}{MCP_PATH}", self.base_path)
+    }
+
     /// The metadata document, or `None` when no authorization server is
     /// configured (auth off).
     pub fn response(&self, host: &str) -> Option<http::Response<Bytes>> {
         if self.authorization_servers.is_empty() {
             return None;
         }
-        let resource = self.resource.clone().unwrap_or_else(|| {
-            let loopback = ["localhost", "127.0.0.1", "[::1]"].iter().any(|h| host == *h || host.starts_with(&format!("{h}:")));
-            format!("{}://{host}{}{MCP_PATH}", if loopback { "http" } else { "https" }, self.base_path)
-        });
+        let resource =
+            self.resource.clone().unwrap_or_else(|| format!("{}://{host}{}{MCP_PATH}", scheme_for(host), self.base_path));
         let document = json!({
             "resource": resource,
             "authorization_servers": self.authorization_servers,
@@ -72,6 +77,19 @@ impl ResourceMetadata {
         response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("max-age=300"));
         Some(response)
     }
+}
+
+/// `http` for loopback hosts (the local server), `https` for any other.
+fn scheme_for(host: &str) -> &'static str {
+    let loopback = ["localhost", "127.0.0.1", "[::1]"].iter().any(|h| host == *h || host.starts_with(&format!("{h}:")));
+    if loopback { "http" } else { "https" }
+}
+
+/// `scheme://authority` of a URL.
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split('/').next().filter(|a| !a.is_empty())?;
+    Some(format!("{scheme}://{authority}"))
 }
 
 #[cfg(test)]
@@ -97,6 +115,9 @@ mod tests {
         let staged = ResourceMetadata { base_path: "/api".into(), ..metadata.clone() };
         let body: serde_json::Value = serde_json::from_slice(staged.response("api.example.com").unwrap().body()).unwrap();
         assert_eq!(body["resource"], "https://api.example.com/api/mcp", "a REST API's stage is part of the resource");
+        assert_eq!(staged.url("api.example.com"), "https://api.example.com/api/.well-known/oauth-protected-resource/mcp");
+        let custom = ResourceMetadata { resource: Some("https://mcp.example.com/mcp".into()), ..metadata.clone() };
+        assert_eq!(custom.url("abc.execute-api.example"), "https://mcp.example.com/.well-known/oauth-protected-resource/mcp");
         assert_eq!(body["authorization_servers"][0], "https://issuer.example.com");
     }
 }
