@@ -9,6 +9,11 @@ lines go beside the other `mod` lines, and a line whose comment says
 `in all()` or `in task_tools()` goes at the end of that function's list.
 
     python3 infra/readme_snippets.py README.md DEST [OLD=NEW ...]
+    python3 infra/readme_snippets.py --check-copies README.md
+
+A block announced by `<!-- same as: PATH -->` shows a file of the repository
+whole; `--check-copies` fails when one differs from its file (the test
+command runs the files themselves).
 
 OLD=NEW pairs, if any, are replaced in paths and code first (a copy whose
 README still names other paths than its own).
@@ -19,14 +24,15 @@ import re
 import sys
 
 MARKER = re.compile(r"^<!-- paste: (\S+) -->$")
+COPY = re.compile(r"^<!-- same as: (\S+) -->$")
 
 
-def blocks(readme):
+def blocks(readme, marker_pattern=MARKER):
     """(path, code) for every announced block, in README order."""
     lines = readme.splitlines()
     found = []
     for index, line in enumerate(lines):
-        marker = MARKER.match(line.strip())
+        marker = marker_pattern.match(line.strip())
         if not marker:
             continue
         if index + 1 >= len(lines) or not lines[index + 1].startswith("```"):
@@ -68,7 +74,18 @@ def register(mod_rs, block):
     mod_rs.write_text(text)
 
 
+def check_copies(readme_path):
+    root = pathlib.Path(readme_path).resolve().parent
+    stale = [path for path, code in blocks(pathlib.Path(readme_path).read_text(), COPY)
+             if (root / path).read_text() != code]
+    for path in stale:
+        print(f"readme: the block shown as {path} differs from the file; copy the file into the README", file=sys.stderr)
+    return 1 if stale else 0
+
+
 def main():
+    if sys.argv[1:2] == ["--check-copies"]:
+        sys.exit(check_copies(sys.argv[2]))
     readme, dest, *renames = sys.argv[1:]
     pairs = [pair.split("=", 1) for pair in renames]
 

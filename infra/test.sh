@@ -64,6 +64,27 @@ say "smoke: the function as the local server and under cargo lambda watch"
 bash infra/smoke.sh --local | tee "$STATE_DIR/smoke.txt"
 smoke_passed="$(awk '/^smoke: [0-9]+ passed/ {n += $2} END {print n + 0}' "$STATE_DIR/smoke.txt")"
 
+say "README curl examples: the file the README shows, run against the local server"
+"$VENV/bin/python" infra/readme_snippets.py --check-copies README.md
+curl_passed=0
+# They call the examples plan_reminder and build_report; a fork that
+# deleted them skips this.
+if grep -rqs 'fn plan_reminder' "functions/$FUNCTION/src/tools" && grep -rqs '"build_report"' "functions/$FUNCTION/src/tools"; then
+  curl_port="$(free_port)"
+  MCP_LOCAL_ADDR="127.0.0.1:$curl_port" "$TARGET/debug/$FUNCTION" >"$STATE_DIR/curl-examples-server.log" 2>&1 &
+  curl_server=$!
+  for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$curl_port/" && break; sleep 0.1; done
+  if ! bash infra/curl-examples.sh "http://127.0.0.1:$curl_port/mcp" | tee "$STATE_DIR/curl-examples.txt"; then
+    kill "$curl_server" 2>/dev/null || true
+    echo "the README's curl examples failed (server log: $STATE_DIR/curl-examples-server.log)" >&2
+    exit 1
+  fi
+  kill "$curl_server" 2>/dev/null || true
+  curl_passed=1
+else
+  say "README curl examples skipped: plan_reminder or build_report is not among the tools"
+fi
+
 say "conformance: the official MCP suite against the everything function"
 cargo build --locked -p everything
 conformance_passed=0
@@ -132,5 +153,5 @@ grep -q 'subscriptions/listen .* -> '"$port" "$STATE_DIR/split-proxy.log" \
   && grep -q 'test_trigger_tool_change -> '"$other_port" "$STATE_DIR/split-proxy.log" \
   || { echo "the listen streams and the trigger calls did not go to different instances (see $STATE_DIR/split-proxy.log)" >&2; exit 1; }
 
-say "cargo tests: $cargo_passed passed; template tests: $pytest_passed passed; fork tests: $fork_passed passed; upgrade checks: $upgrade_passed passed; smoke checks: $smoke_passed passed; conformance checks: $conformance_passed passed"
-echo "summary: $((cargo_passed + pytest_passed + fork_passed + upgrade_passed + smoke_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"
+say "cargo tests: $cargo_passed passed; template tests: $pytest_passed passed; fork tests: $fork_passed passed; upgrade checks: $upgrade_passed passed; smoke checks: $smoke_passed passed; curl examples: $curl_passed passed; conformance checks: $conformance_passed passed"
+echo "summary: $((cargo_passed + pytest_passed + fork_passed + upgrade_passed + smoke_passed + curl_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"
