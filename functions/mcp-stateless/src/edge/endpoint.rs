@@ -64,7 +64,7 @@ pub struct McpEndpoint<S: ServerHandler> {
     rmcp: StreamableHttpService<S, NeverSessionManager>,
     policy: Arc<EdgePolicy>,
     /// The handler's `Implementation`, added to every result's `_meta`.
-    server_info: Value,
+    server_info: Arc<Value>,
     resource_metadata: ResourceMetadata,
     /// Tokens verified here (`AuthMode=jwt` behind a REST API).
     bearer: Option<Arc<BearerVerifier>>,
@@ -86,7 +86,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             .with_max_request_body_bytes(policy.max_body_bytes)
             .disable_allowed_hosts()
             .disable_allowed_origins();
-        let server_info = serde_json::to_value(handler.get_info().server_info).unwrap_or_default();
+        let server_info = Arc::new(serde_json::to_value(handler.get_info().server_info).unwrap_or_default());
         let rmcp = StreamableHttpService::new(
             move || Ok(handler.clone()),
             Arc::new(NeverSessionManager::default()),
@@ -369,7 +369,7 @@ const STREAM_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
 /// What the edge does to the messages the handler sends, whole or streamed.
 struct FinalRewrite {
     ctx: Option<CallContext>,
-    server_info: Value,
+    server_info: Arc<Value>,
     task_ids: TaskIdsFilter,
     request_id: Value,
     /// Set for a stream: the log line it writes when it ends.
@@ -416,7 +416,7 @@ impl stream::Rewrite for FinalRewrite {
         }) && let Some(meta) = meta.as_object_mut()
             && !meta.contains_key(SERVER_INFO_META)
         {
-            meta.insert(SERVER_INFO_META.to_owned(), self.server_info.clone());
+            meta.insert(SERVER_INFO_META.to_owned(), Value::clone(&self.server_info));
         }
         self.outcome = Some((outcome, false));
     }

@@ -15,7 +15,8 @@ use std::{
 
 use bytes::Bytes;
 use futures::StreamExt;
-use http_body_util::StreamBody;
+use http_body_util::{Either, StreamBody};
+use hyper::body::Body as _;
 use hyper::body::Frame;
 use lambda_http::{Body, RequestExt, request::RequestContext, service_fn};
 use rmcp::ServerHandler;
@@ -24,7 +25,7 @@ use serde_json::Value;
 use crate::{
     edge::endpoint::{EntryFacts, McpEndpoint},
     edge::policy::Transport,
-    edge::stream::EdgeBody,
+    edge::stream::{self, EdgeBody},
     protocol::context::Principal,
 };
 
@@ -75,16 +76,21 @@ pub async fn handle_event_streaming<S: ServerHandler + Clone>(
 /// until the function times out (then 502): an empty answer (a
 /// notification's 202) ends with one newline instead.
 fn never_empty(body: EdgeBody) -> EdgeBody {
+    let frames = match body {
+        Either::Left(whole) if whole.size_hint().exact() == Some(0) => return stream::whole(Bytes::from_static(b"\n")),
+        Either::Left(whole) => return Either::Left(whole),
+        Either::Right(frames) => frames,
+    };
     let sent = Arc::new(AtomicBool::new(false));
     let seen = sent.clone();
-    let frames = http_body_util::BodyStream::new(body).inspect(move |frame| {
+    let frames = http_body_util::BodyStream::new(frames).inspect(move |frame| {
         if frame.as_ref().ok().and_then(|f| f.data_ref()).is_some_and(|data| !data.is_empty()) {
             seen.store(true, Ordering::Relaxed);
         }
     });
     let tail = futures::stream::once(async move { (!sent.load(Ordering::Relaxed)).then(|| Ok(Frame::data(Bytes::from_static(b"\n")))) })
         .filter_map(std::future::ready);
-    StreamBody::new(frames.chain(tail).boxed())
+    Either::Right(StreamBody::new(frames.chain(tail).boxed()))
 }
 
 /// The principal comes only from the authorizer's verified claims: any

@@ -12,17 +12,20 @@ use std::{convert::Infallible, time::Instant};
 
 use bytes::Bytes;
 use futures::{StreamExt, stream::BoxStream};
-use http_body_util::{BodyExt, StreamBody, combinators::BoxBody};
+use http_body_util::{BodyExt, Either, Full, StreamBody, combinators::BoxBody};
 use hyper::body::Frame;
 use serde_json::{Value, json};
 
-/// The body both entry points send when they stream.
-pub type EdgeBody = StreamBody<BoxStream<'static, Result<Frame<Bytes>, Infallible>>>;
+/// The events of a stream, as they are written.
+pub type Frames = StreamBody<BoxStream<'static, Result<Frame<Bytes>, Infallible>>>;
+
+/// What both entry points send: a whole answer (with its length, as
+/// before streaming existed) or a stream of events.
+pub type EdgeBody = Either<Full<Bytes>, Frames>;
 
 /// A body that is already whole.
 pub fn whole(bytes: Bytes) -> EdgeBody {
-    let frames = if bytes.is_empty() { Vec::new() } else { vec![Ok(Frame::data(bytes))] };
-    StreamBody::new(futures::stream::iter(frames).boxed())
+    Either::Left(Full::new(bytes))
 }
 
 /// What the edge does to each message of a stream, and once when it ends
@@ -114,7 +117,7 @@ pub fn rewritten<R: Rewrite>(inner: BoxBody<Bytes, Infallible>, rewrite: R, dead
             }
         }
     });
-    StreamBody::new(frames.boxed())
+    Either::Right(StreamBody::new(frames.boxed()))
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {

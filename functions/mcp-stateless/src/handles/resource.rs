@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::{
     CallContext,
+    storage::StoreError,
     handles::{HandleKind, HandleRecord, access::{HandleFailure, Handles}},
 };
 
@@ -79,11 +80,16 @@ impl HandleResources {
     }
 
     /// The version of `uri` and when it last changed (epoch seconds), as
-    /// `ctx` may see it; None for anything it may not (never notified).
-    /// Reads without sliding the handle's expiry: watching is not using.
-    pub async fn version(&self, handles: &Handles, ctx: &CallContext, uri: &str) -> Option<(u64, u64)> {
-        let (resource, handle) = self.resolve(uri)?;
-        let record = handles.peek(ctx, resource.kind, handle).await.ok()?;
-        Some((record.version, record.last_used_at))
+    /// `ctx` may see it; `Ok(None)` for anything it may not see (unknown,
+    /// somebody else's, expired, deleted); `Err` when the store failed and
+    /// nothing is known. Reads without sliding the handle's expiry:
+    /// watching is not using.
+    pub async fn version(&self, handles: &Handles, ctx: &CallContext, uri: &str) -> Result<Option<(u64, u64)>, StoreError> {
+        let Some((resource, handle)) = self.resolve(uri) else { return Ok(None) };
+        match handles.peek(ctx, resource.kind, handle).await {
+            Ok(record) => Ok(Some((record.version, record.last_used_at))),
+            Err(HandleFailure::Store(error)) => Err(error),
+            Err(_) => Ok(None),
+        }
     }
 }

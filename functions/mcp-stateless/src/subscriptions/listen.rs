@@ -119,7 +119,7 @@ impl Subscriptions {
         let uris = accepted.resource_subscriptions.clone().unwrap_or_default();
         let mut seen_resources = Vec::new();
         for uri in &uris {
-            let state = resource_state(watched, ctx, uri).await;
+            let state = resource_state(watched, ctx, uri).await.unwrap_or(None);
             if state.is_some_and(|(_, changed_at_s)| changed_at_s.saturating_add(1) * 1000 >= recent)
                 && !within(ends, send_resource_updated(context, uri)).await
             {
@@ -143,9 +143,13 @@ impl Subscriptions {
                 _ = tokio::time::sleep(self.policy.poll_interval) => {}
             }
             for (uri, seen) in seen_resources.iter_mut() {
-                let Some((version, _)) = resource_state(watched, ctx, uri).await else { continue };
-                if *seen != Some(version) {
-                    *seen = Some(version);
+                // A store that failed tells nothing: the next poll reads again.
+                let Ok(state) = resource_state(watched, ctx, uri).await else { continue };
+                // A change, and a resource the caller saw going away (deleted
+                // or expired), are updates; one never seen stays silent.
+                let now = state.map(|(version, _)| version);
+                if *seen != now && (now.is_some() || seen.is_some()) {
+                    *seen = now;
                     if !within(ends, send_resource_updated(context, uri)).await {
                         return Ok(());
                     }
@@ -211,8 +215,8 @@ async fn within(ends: tokio::time::Instant, send: impl std::future::Future<Outpu
     }
 }
 
-async fn resource_state(watched: Watched<'_>, ctx: &CallContext, uri: &str) -> Option<(u64, u64)> {
-    let (resources, handles) = watched.resources?;
+async fn resource_state(watched: Watched<'_>, ctx: &CallContext, uri: &str) -> Result<Option<(u64, u64)>, crate::storage::StoreError> {
+    let Some((resources, handles)) = watched.resources else { return Ok(None) };
     resources.version(handles, ctx, uri).await
 }
 

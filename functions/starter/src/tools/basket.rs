@@ -292,6 +292,11 @@ mod tests {
         assert_eq!(updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 1);
         // Mallory's stream has polled as often as alice's: nothing.
         assert_eq!(other.next_within(std::time::Duration::from_millis(600)).await, None);
+        // Discarded, the basket is gone: that is an update too.
+        call_tool(addr, "alice", "discard_basket", json!({"basket": basket}), json!({}), json!({})).await;
+        let gone = owner.until_method("notifications/resources/updated").await;
+        assert_eq!(gone["params"]["uri"], json!(uri));
+        assert!(read("alice", uri.clone()).await["error"].is_object(), "and reading it now fails");
     }
 
     #[tokio::test]
