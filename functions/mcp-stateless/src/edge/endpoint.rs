@@ -152,7 +152,9 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         if let Some(verifier) = &self.bearer
             && request.uri().path() == MCP_PATH
         {
-            match verifier.verify(request.headers()).await {
+            // Boxed: the check's future (key fetches over https included)
+            // is large, and every request's future would carry it inline.
+            match Box::pin(verifier.verify(request.headers())).await {
                 Ok(principal) => {
                     let facts = request.extensions_mut().get_or_insert_default::<EntryFacts>();
                     facts.principal = principal;

@@ -227,7 +227,11 @@ macro_rules! listen_methods {
             let mut watched = $crate::subscriptions::Watched::default();
             $(watched.tasks = Some(&self.$tasks);)?
             $(watched.resources = Some((&self.$resources, &self.$handles));)?
-            self.$field.listen(context, watched).await
+            // Boxed: rmcp's future for every request is as large as its
+            // largest method's, and a stream's (polls of the feed, tasks
+            // and resources) is large; moved on each spawn, it cost every
+            // request 25k instructions of copying.
+            Box::pin(self.$field.listen(context, watched)).await
         }
     };
 }
