@@ -41,6 +41,20 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# Says so before a build runs out of disk, rather than leaving the reader a
+# linker's "No space left on device". Needs $1 GB free where cargo builds
+# (a quarter of that when a debug build is already there to reuse).
+check_disk() {
+  local dir="$TARGET" need="$1" free_kb
+  [ -d "$TARGET/debug" ] && need=$(((need + 3) / 4))
+  while [ ! -d "$dir" ]; do dir="$(dirname "$dir")"; done
+  free_kb="$(df -Pk "$dir" | awk 'NR == 2 {print $4}')"
+  if [ "$free_kb" -lt $((need * 1024 * 1024)) ]; then
+    say "only $((free_kb / 1024 / 1024)) GB free under $TARGET; this needs about $need GB (cargo clean, or point CARGO_TARGET_DIR at a bigger disk)" >&2
+    return 1
+  fi
+}
+
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 # A process and everything it started (cargo lambda watch runs cargo, which

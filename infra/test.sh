@@ -11,6 +11,9 @@
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
+# The debug build, the fork's and the release builds: about 6 GB from a
+# clean clone, measured.
+check_disk 8
 bash infra/install-tools.sh
 started_emulator=0
 if ! pid_alive "$STATE_DIR/moto.pid"; then started_emulator=1; fi
