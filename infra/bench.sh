@@ -5,8 +5,11 @@
 #   repository: ../shared/tools/bench): cold start, req/s, latency, CPU per
 #   request, peak RSS and stripped binary size, as ratios from one run, with
 #   a second bare rmcp instance as the run's noise control;
-# - instructions per request under callgrind, next to bare rmcp (CPU time
-#   per request is noisy on shared cores; instruction counts are not);
+# - instructions and heap allocations per request under valgrind
+#   (callgrind, DHAT), next to bare rmcp (CPU time per request is noisy on
+#   shared cores; instruction counts are not);
+# - cold start next to bare rmcp, starts interleaved: process start to the
+#   first tools/call answered, and the first call against the second;
 # - the function in Lambda mode against a stand-in Runtime API: start to
 #   first event answered, peak RSS after 1,000 events;
 # - the local server: start to first tools/call answered, peak RSS;
@@ -48,16 +51,21 @@ else
   say "skipped the side-by-side run: no shared bench beside the repository"
 fi
 
+# Bare rmcp as the shared bench builds it (its --setup), for the runs below.
+peer_rmcp="$HOME/.cache/mcp-bench/peers/rust/target/release/perf-rmcp"
+peers=()
+[ -x "$peer_rmcp" ] && peers+=("rmcp=$peer_rmcp {port}")
+
 # CPU time per request is noisy on shared cores; instructions are not.
 if command -v valgrind >/dev/null; then
-  say "instructions per request (callgrind), side by side"
-  peer_rmcp="$HOME/.cache/mcp-bench/peers/rust/target/release/perf-rmcp"
-  peers=()
-  [ -x "$peer_rmcp" ] && peers+=("rmcp=$peer_rmcp {port}")
+  say "instructions and allocations per request (callgrind, DHAT), side by side"
   "$VENV/bin/python" "$ROOT/infra/instructions_bench.py" "$FUNCTION=$binary" "${peers[@]}"
 else
   say "skipped instructions per request: no valgrind"
 fi
+
+say "cold start, side by side (20 interleaved starts each)"
+"$VENV/bin/python" "$ROOT/infra/cold_start_bench.py" --starts 20 "$FUNCTION=$binary" "${peers[@]}"
 
 say "Lambda mode (stand-in Runtime API on loopback)"
 "$VENV/bin/python" "$ROOT/infra/lambda_mode_bench.py" "$binary"

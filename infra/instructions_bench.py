@@ -1,8 +1,9 @@
-"""Instructions per request, counted by valgrind's callgrind: repeatable on
-a shared, noisy machine where CPU time per request is not. Each server is
-run twice under callgrind, serving N and N + 1000 sequential `tools/call`
-echo requests on one keep-alive connection; the difference over 1,000 is
-the per-request count, start-up excluded.
+"""Instructions and heap allocations per request, counted by valgrind
+(callgrind and DHAT): repeatable on a shared, noisy machine where CPU time
+per request is not. Each server is run twice under each tool, serving N
+and N + 1000 sequential `tools/call` echo requests on one keep-alive
+connection; the difference over 1,000 is the per-request count, start-up
+excluded.
 
     python3 instructions_bench.py NAME=COMMAND [NAME=COMMAND ...]
 
@@ -12,6 +13,7 @@ The first server is compared with each of the others.
 
 import glob
 import http.client
+import json
 import os
 import shlex
 import signal
@@ -39,9 +41,35 @@ def connect():
     raise SystemExit("the server under callgrind never answered")
 
 
-def instructions(command, requests, out_dir):
-    out = os.path.join(out_dir, "callgrind.%d" % requests)
-    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + shlex.split(command.format(port=PORT))
+def callgrind_total(out):
+    """Instructions, summed over the processes' callgrind files."""
+    total = 0
+    for path in glob.glob(out + "*"):  # one file per process
+        with open(path) as counts:
+            for line in counts:
+                if line.startswith(("summary:", "totals:")):
+                    total += int(line.split()[1])
+                    break
+    return total
+
+
+def dhat_total(out):
+    """(allocations, bytes allocated), from DHAT's program points."""
+    with open(out) as profile:
+        points = json.load(profile)["pps"]
+    return sum(point["tbk"] for point in points), sum(point["tb"] for point in points)
+
+
+TOOLS = {
+    "callgrind": (["--tool=callgrind", "--callgrind-out-file={out}"], callgrind_total),
+    "dhat": (["--tool=dhat", "--dhat-out-file={out}"], dhat_total),
+}
+
+
+def count(tool, command, requests, out_dir):
+    flags, total = TOOLS[tool]
+    out = os.path.join(out_dir, "%s.%d" % (tool, requests))
+    argv = ["valgrind"] + [flag.format(out=out) for flag in flags] + shlex.split(command.format(port=PORT))
     server = subprocess.Popen(argv, env=dict(os.environ, PORT=str(PORT)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         connection = connect()
@@ -53,28 +81,31 @@ def instructions(command, requests, out_dir):
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait()
-    total = 0
-    for path in glob.glob(out + "*"):  # one file per process
-        with open(path) as counts:
-            for line in counts:
-                if line.startswith(("summary:", "totals:")):
-                    total += int(line.split()[1])
-                    break
-    return total
+    return total(out)
+
+
+def per_request(tool, command):
+    with tempfile.TemporaryDirectory() as out_dir:
+        base = count(tool, command, 200, out_dir)
+        more = count(tool, command, 1200, out_dir)
+    if isinstance(base, tuple):
+        return tuple((m - b) / 1000 for m, b in zip(more, base))
+    return (more - base) / 1000
 
 
 def main():
     servers = [arg.split("=", 1) for arg in sys.argv[1:]]
-    per_request = {}
+    instructions, allocations = {}, {}
     for name, command in servers:
-        with tempfile.TemporaryDirectory() as out_dir:
-            base = instructions(command, 200, out_dir)
-            more = instructions(command, 1200, out_dir)
-        per_request[name] = (more - base) / 1000
-        print("instructions per tools/call (callgrind), %s: %.0f" % (name, per_request[name]))
+        instructions[name] = per_request("callgrind", command)
+        allocations[name] = per_request("dhat", command)
+        print("per tools/call, %s: %.0f instructions (callgrind), %.1f allocations of %.0f bytes in all (DHAT)"
+              % ((name, instructions[name]) + allocations[name]))
     first = servers[0][0]
     for name, _ in servers[1:]:
-        print("  %s / %s: %.3fx" % (first, name, per_request[first] / per_request[name]))
+        print("  %s / %s: instructions %.3fx, allocations %.2fx, bytes allocated %.2fx"
+              % (first, name, instructions[first] / instructions[name],
+                 allocations[first][0] / allocations[name][0], allocations[first][1] / allocations[name][1]))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,101 @@
+"""Cold start side by side: process start to the first `tools/call`
+answered (after one `server/discover`, as a client opens), and that first
+call against the second, for each server, with
+the servers' starts interleaved (A, B, A, B, ...) so that a machine's load
+falls on all of them alike. Medians, and ratios to the others from the
+same run.
+
+    python3 cold_start_bench.py [--starts N] NAME=COMMAND [NAME=COMMAND ...]
+
+COMMAND may contain {port}; the server also gets PORT and MCP_LOCAL_ADDR
+in its environment. Every server must have an `echo` tool. The first
+server is compared with each of the others.
+"""
+
+import argparse
+import http.client
+import os
+import shlex
+import socket
+import statistics
+import subprocess
+import time
+
+import tool_call  # infra/tool_call.py, beside this script
+
+PORT = 39396
+CALL = (tool_call.body("echo", {"text": "hello"}), tool_call.headers("echo"), b"hello")
+DISCOVER = (tool_call.request_body("server/discover", {}), tool_call.request_headers("server/discover"),
+            b"serverInfo")
+
+
+def send(request):
+    """One request on a new connection, as each of a client's would be."""
+    body, headers, expected = request
+    connection = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10)
+    try:
+        connection.request("POST", "/mcp", body=body, headers=headers)
+        response = connection.getresponse()
+        payload = response.read()
+    finally:
+        connection.close()
+    if response.status != 200 or expected not in payload:
+        raise SystemExit(f"unexpected answer {response.status}: {payload[:200]!r}")
+
+
+def listening():
+    try:
+        socket.create_connection(("127.0.0.1", PORT), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def one_start(command):
+    """(start to first answer, first call, second call), in seconds."""
+    env = dict(os.environ, PORT=str(PORT), MCP_LOCAL_ADDR=f"127.0.0.1:{PORT}", MCP_LOG_LEVEL="warn")
+    began = time.perf_counter()
+    process = subprocess.Popen(shlex.split(command.format(port=PORT)), env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = began + 30
+        while not listening():
+            if process.poll() is not None or time.perf_counter() > deadline:
+                raise SystemExit(f"{command} never listened on {PORT}")
+            time.sleep(0.0005)
+        send(DISCOVER)
+        first_sent = time.perf_counter()
+        send(CALL)
+        answered = time.perf_counter()
+        send(CALL)
+        second = time.perf_counter() - answered
+        return answered - began, answered - first_sent, second
+    finally:
+        process.kill()
+        process.wait()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--starts", type=int, default=15)
+    parser.add_argument("servers", nargs="+")
+    args = parser.parse_args()
+    servers = [arg.split("=", 1) for arg in args.servers]
+    runs = {name: [] for name, _ in servers}
+    for _ in range(args.starts):
+        for name, command in servers:
+            runs[name].append(one_start(command))
+    medians = {}
+    for name, _ in servers:
+        cold, first, second = (statistics.median(column) * 1000 for column in zip(*runs[name]))
+        medians[name] = cold
+        print(f"cold start, {name}: start to first tools/call answered {cold:.2f} ms; "
+              f"first call {first:.2f} ms, second {second:.2f} ms: first / second {first / second:.2f}x "
+              f"(medians of {args.starts} interleaved starts)")
+    first = servers[0][0]
+    for name, _ in servers[1:]:
+        print(f"  cold start {first} / {name}: {medians[first] / medians[name]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
