@@ -32,6 +32,7 @@ use crate::{
     edge::bearer::BearerVerifier,
     edge::error::{EdgeError, code},
     edge::policy::{EdgePolicy, MCP_PATH, Transport},
+    edge::stamp,
     edge::stream::{self, EdgeBody, Rewrite},
     subscriptions::{MAX_LISTEN_TASK_IDS, TaskIdsFilter},
     edge::protected_resource::ResourceMetadata,
@@ -65,6 +66,8 @@ pub struct McpEndpoint<S: ServerHandler> {
     policy: Arc<EdgePolicy>,
     /// The handler's `Implementation`, added to every result's `_meta`.
     server_info: Arc<Value>,
+    /// The same, as JSON text, for answers stamped without being parsed.
+    server_info_text: Arc<str>,
     resource_metadata: ResourceMetadata,
     /// Tokens verified here (`AuthMode=jwt` behind a REST API).
     bearer: Option<Arc<BearerVerifier>>,
@@ -92,7 +95,8 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             Arc::new(NeverSessionManager::default()),
             config,
         );
-        Self { rmcp, policy: Arc::new(policy), server_info, resource_metadata: ResourceMetadata::from_env(), bearer: None }
+        let server_info_text = Arc::from(server_info.to_string());
+        Self { rmcp, policy: Arc::new(policy), server_info, server_info_text, resource_metadata: ResourceMetadata::from_env(), bearer: None }
     }
 
     /// Replaces the protected resource metadata read from the environment.
@@ -324,6 +328,13 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             Ok(collected) => collected.to_bytes(),
             Err(never) => match never {},
         };
+        parts.headers.remove(header::CONTENT_LENGTH);
+        if is_json(&parts.headers)
+            && let Some((body, outcome)) = stamp::stamped(&body, SERVER_INFO_META, &self.server_info_text)
+        {
+            log.adopt(outcome);
+            return Reply::Whole(http::Response::from_parts(parts, body));
+        }
         let Some(mut messages) = Messages::parse(&parts.headers, &body) else {
             return Reply::Whole(http::Response::from_parts(parts, body));
         };
@@ -340,7 +351,6 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             parts.status = StatusCode::BAD_REQUEST;
             parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
-        parts.headers.remove(header::CONTENT_LENGTH);
         Reply::Whole(http::Response::from_parts(parts, messages.render()))
     }
 }

@@ -13,4 +13,5 @@ pub mod logging;
 pub mod policy;
 pub mod protected_resource;
 pub mod request_log;
+mod stamp;
 pub mod stream;

@@ -76,11 +76,17 @@ impl RequestLog {
     }
 
     pub fn record_outcome(&mut self, message: &Value) {
-        if let Some(code) = message.pointer("/error/code").and_then(Value::as_i64) {
+        let result_type = message.get("result").map(|result| result.get("resultType").and_then(Value::as_str).unwrap_or("complete"));
+        self.record(result_type, message.pointer("/error/code").and_then(Value::as_i64));
+    }
+
+    /// A result's type (`complete` when it names none) or an error's code.
+    pub fn record(&mut self, result_type: Option<&str>, error_code: Option<i64>) {
+        if let Some(code) = error_code {
             self.error_code = i32::try_from(code).ok();
         }
-        if let Some(result) = message.get("result") {
-            self.result_type = Some(result.get("resultType").and_then(Value::as_str).unwrap_or("complete").to_owned());
+        if let Some(result_type) = result_type {
+            self.result_type = Some(result_type.to_owned());
         }
     }
 
