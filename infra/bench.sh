@@ -9,10 +9,10 @@
 #   (callgrind, DHAT), next to bare rmcp (CPU time per request is noisy on
 #   shared cores; instruction counts are not);
 # - cold start next to bare rmcp, starts interleaved: process start to the
-#   first tools/call answered, and the first call against the second;
+#   first tools/call answered, and the first call against the second; and
+#   peak RSS after 1,000 sequential calls;
 # - the function in Lambda mode against a stand-in Runtime API: start to
 #   first event answered, peak RSS after 1,000 events;
-# - the local server: start to first tools/call answered, peak RSS;
 # - the first request that needs AWS on a cold instance, step by step, next
 #   to the same calls warm (emulator);
 # - requestState seal + open per round, KMS vs in-process key, and the KMS
@@ -27,8 +27,15 @@ bash infra/install-tools.sh
 export PATH="$VENV/bin:$PATH"
 
 say "release builds: the starter (native) and the Lambda artifacts (arm64)"
-cargo build --locked --release -p "$FUNCTION" 2>&1 | tail -n 1
-binary="$TARGET/release/$FUNCTION"
+# The native binary the benchmarks run is built as the Lambda artifacts are
+# (.cargo/config.toml: no unwind tables, which nothing reads when panics
+# abort), in a target directory of its own so that these flags rebuild
+# nothing else.
+bench_target="$TARGET/bench-native"
+CARGO_TARGET_DIR="$bench_target" \
+  CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C force-unwind-tables=no -C link-arg=-Wl,-T,infra/lambda/no-unwind-tables.ld" \
+  cargo build --locked --release -p "$FUNCTION" 2>&1 | tail -n 1
+binary="$bench_target/release/$FUNCTION"
 if rustup target list --installed | grep -q aarch64-unknown-linux-gnu; then
   cargo lambda build --release --arm64 -p "$FUNCTION" -p "$FUNCTION-worker" 2>&1 | tail -n 1
   for function in "$FUNCTION" "$FUNCTION-worker"; do
@@ -64,14 +71,11 @@ else
   say "skipped instructions per request: no valgrind"
 fi
 
-say "cold start, side by side (20 interleaved starts each)"
+say "cold start and peak RSS, local server, side by side (20 interleaved starts each)"
 "$VENV/bin/python" "$ROOT/infra/cold_start_bench.py" --starts 20 "$FUNCTION=$binary" "${peers[@]}"
 
 say "Lambda mode (stand-in Runtime API on loopback)"
 "$VENV/bin/python" "$ROOT/infra/lambda_mode_bench.py" "$binary"
-say "local server"
-say "stripped release binary: $(du -k "$binary" | cut -f1) KiB"
-"$VENV/bin/python" "$ROOT/infra/startup_bench.py" "$binary"
 
 bash infra/start-emulators.sh
 (

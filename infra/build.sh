@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the functions for Lambda (arm64, release) the way `sam build` does,
-# through cargo-lambda and zig from .venv, and checks the artifact. Slow on
-# two cores; CI runs it when it has time left. Safe to run twice.
+# through cargo-lambda and zig from .venv, and checks the artifacts: present,
+# and the request function started under qemu-user and smoke-tested. Slow
+# on two cores; CI runs it when it has time left. Safe to run twice.
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 bash infra/install-tools.sh
@@ -13,3 +14,14 @@ for function in McpFunction TaskWorkerFunction; do
   [ -f "$artifact" ] || { echo "sam build produced no bootstrap at $artifact" >&2; exit 1; }
   say "built $artifact ($(du -h "$artifact" | cut -f1))"
 done
+
+# qemu-user runs the arm64 artifact here (Debian packages; root installs).
+if ! command -v qemu-aarch64 >/dev/null || [ ! -d /usr/aarch64-linux-gnu ]; then
+  apt-get install -y -qq qemu-user libc6-arm64-cross >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq qemu-user libc6-arm64-cross >/dev/null 2>&1; } || true
+fi
+if command -v qemu-aarch64 >/dev/null && [ -d /usr/aarch64-linux-gnu ]; then
+  bash infra/smoke.sh --artifact "$ROOT/.aws-sam/build/McpFunction/bootstrap"
+else
+  say "skipped starting the arm64 artifact: qemu-user or libc6-arm64-cross could not be installed"
+fi

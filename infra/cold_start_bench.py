@@ -3,7 +3,7 @@ answered (after one `server/discover`, as a client opens), and that first
 call against the second, for each server, with
 the servers' starts interleaved (A, B, A, B, ...) so that a machine's load
 falls on all of them alike. Medians, and ratios to the others from the
-same run.
+same run. Then each server's peak RSS once it has served 1,000 calls.
 
     python3 cold_start_bench.py [--starts N] NAME=COMMAND [NAME=COMMAND ...]
 
@@ -51,18 +51,30 @@ def listening():
         return False
 
 
-def one_start(command):
-    """(start to first answer, first call, second call), in seconds."""
+def launch(command):
+    """The server started and listening; and when it was started."""
     env = dict(os.environ, PORT=str(PORT), MCP_LOCAL_ADDR=f"127.0.0.1:{PORT}", MCP_LOG_LEVEL="warn")
     began = time.perf_counter()
     process = subprocess.Popen(shlex.split(command.format(port=PORT)), env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = began + 30
+    while not listening():
+        if process.poll() is not None or time.perf_counter() > deadline:
+            process.kill()
+            raise SystemExit(f"{command} never listened on {PORT}")
+        time.sleep(0.0005)
+    return process, began
+
+
+def stop(process):
+    process.kill()
+    process.wait()
+
+
+def one_start(command):
+    """(start to first answer, first call, second call), in seconds."""
+    process, began = launch(command)
     try:
-        deadline = began + 30
-        while not listening():
-            if process.poll() is not None or time.perf_counter() > deadline:
-                raise SystemExit(f"{command} never listened on {PORT}")
-            time.sleep(0.0005)
         send(DISCOVER)
         first_sent = time.perf_counter()
         send(CALL)
@@ -71,8 +83,18 @@ def one_start(command):
         second = time.perf_counter() - answered
         return answered - began, answered - first_sent, second
     finally:
-        process.kill()
-        process.wait()
+        stop(process)
+
+
+def peak_rss_mib(command, calls=1000):
+    process, _ = launch(command)
+    try:
+        for _ in range(calls):
+            send(CALL)
+        status = open(f"/proc/{process.pid}/status").read()
+        return int(next(l for l in status.splitlines() if l.startswith("VmHWM:")).split()[1]) / 1024
+    finally:
+        stop(process)
 
 
 def main():
@@ -95,6 +117,11 @@ def main():
     first = servers[0][0]
     for name, _ in servers[1:]:
         print(f"  cold start {first} / {name}: {medians[first] / medians[name]:.2f}x")
+    rss = {name: peak_rss_mib(command) for name, command in servers}
+    for name, _ in servers:
+        print(f"peak RSS after 1,000 sequential calls, {name}: {rss[name]:.1f} MiB")
+    for name, _ in servers[1:]:
+        print(f"  peak RSS {first} / {name}: {rss[first] / rss[name]:.2f}x")
 
 
 if __name__ == "__main__":

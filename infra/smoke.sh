@@ -4,6 +4,7 @@
 #   bash infra/smoke.sh --stack my-stack        # reads the McpEndpointUrl output
 #   MCP_SMOKE_TOKEN=eyJ... bash infra/smoke.sh URL   # auth on: also the 401 checks
 #   bash infra/smoke.sh --local                 # CI: the function twice, see below
+#   bash infra/smoke.sh --artifact BOOTSTRAP    # an arm64 Lambda artifact, see below
 # --local runs the function as the local server, then as a Lambda function
 # under `cargo lambda watch` (the Lambda runtime path, real Function URL
 # events, the emulator's table, key and queue from infra/bootstrap.sh), and
@@ -83,8 +84,25 @@ local_runs() {
   smoke "$url" --expect-auth
 }
 
+# --artifact runs an arm64 bootstrap as sam build packages it (release,
+# linked without unwind tables) as the local server under qemu-user, with
+# zero set-up, and smoke-tests it: the code that ships, started and
+# answering, not only built. Needs qemu-aarch64 and the arm64 C library
+# (Debian's qemu-user and libc6-arm64-cross; infra/build.sh installs them).
+artifact_run() {
+  local port
+  port="$(free_port)"
+  say "the arm64 artifact $1 under qemu-user"
+  MCP_LOCAL_ADDR="127.0.0.1:$port" MCP_RESOURCE="http://127.0.0.1:$port/mcp" \
+    qemu-aarch64 -L /usr/aarch64-linux-gnu "$1" >"$STATE_DIR/smoke-artifact.log" 2>&1 &
+  started+=($!)
+  wait_for "http://127.0.0.1:$port/" 200 "$STATE_DIR/smoke-artifact.log"
+  smoke "http://127.0.0.1:$port/mcp" --principal smoke
+}
+
 case "${1:-}" in
   --local) local_runs ;;
+  --artifact) artifact_run "${2:?usage: smoke.sh --artifact BOOTSTRAP}" ;;
   --stack)
     stack="${2:?usage: smoke.sh --stack NAME}"
     url="$("$VENV/bin/python" -c 'import boto3, sys
@@ -92,5 +110,5 @@ outputs = boto3.client("cloudformation").describe_stacks(StackName=sys.argv[1])[
 print(next(o["OutputValue"] for o in outputs if o["OutputKey"] == "McpEndpointUrl"))' "$stack")"
     smoke "$url" ;;
   http*) smoke "$1" ;;
-  *) echo "usage: smoke.sh URL | --stack NAME | --local" >&2; exit 2 ;;
+  *) echo "usage: smoke.sh URL | --stack NAME | --local | --artifact BOOTSTRAP" >&2; exit 2 ;;
 esac
