@@ -28,18 +28,19 @@ export PATH="$VENV/bin:$PATH"
 
 say "release builds: the starter (native) and the Lambda artifacts (arm64)"
 # The native binary the benchmarks run is built as the Lambda artifacts are
-# (.cargo/config.toml: no unwind tables, which nothing reads when panics
-# abort), in a target directory of its own so that these flags rebuild
-# nothing else. The target is named so that build scripts, which run on
-# this machine, keep their unwind tables.
+# (lambda_rustflags, infra/common.sh: no unwind tables, which nothing reads
+# when panics abort; not their target CPU), in a target directory of its
+# own so that these flags rebuild nothing else. The target is named so that
+# build scripts, which run on this machine, keep their unwind tables.
 native="$(rustc -vV | sed -n 's/^host: //p')"
 native_flags="CARGO_TARGET_$(echo "$native" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
 env CARGO_TARGET_DIR="$TARGET/bench-native" \
-  "$native_flags=-C force-unwind-tables=no -C link-arg=-Wl,-T,$ROOT/infra/lambda/no-unwind-tables.ld" \
+  "$native_flags=$(lambda_rustflags | sed 's/-C target-cpu=[^ ]* //')" \
   cargo build --locked --release --target "$native" -p "$FUNCTION" 2>&1 | tail -n 1
 binary="$TARGET/bench-native/$native/release/$FUNCTION"
 if rustup target list --installed | grep -q aarch64-unknown-linux-gnu; then
-  cargo lambda build --release --arm64 -p "$FUNCTION" -p "$FUNCTION-worker" 2>&1 | tail -n 1
+  CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="$(lambda_rustflags)" \
+    cargo lambda build --release --arm64 -p "$FUNCTION" -p "$FUNCTION-worker" 2>&1 | tail -n 1
   for function in "$FUNCTION:7.0" "$FUNCTION-worker:5.5"; do
     artifact="$TARGET/lambda/${function%:*}/bootstrap"
     say "Lambda artifact ${function%:*} (arm64, stripped): $(awk -v b="$(stat -c %s "$artifact")" 'BEGIN {printf "%.2f MB", b / 1e6}') (target: ${function#*:} MB or less)"

@@ -8,7 +8,8 @@ cd "$ROOT"
 bash infra/install-tools.sh
 export PATH="$VENV/bin:$PATH"
 say "sam build (cargo lambda build --release --arm64 for the starter and its task worker)"
-sam build --template template.yaml --build-dir "$ROOT/.aws-sam/build"
+CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="$(lambda_rustflags)" \
+  sam build --template template.yaml --build-dir "$ROOT/.aws-sam/build"
 for function in McpFunction TaskWorkerFunction; do
   artifact="$ROOT/.aws-sam/build/$function/bootstrap"
   [ -f "$artifact" ] || { echo "sam build produced no bootstrap at $artifact" >&2; exit 1; }
@@ -16,12 +17,15 @@ for function in McpFunction TaskWorkerFunction; do
 done
 
 # qemu-user runs the arm64 artifact here (Debian packages; root installs).
-if ! command -v qemu-aarch64 >/dev/null || [ ! -d /usr/aarch64-linux-gnu ]; then
-  apt-get install -y -qq qemu-user libc6-arm64-cross >/dev/null 2>&1 ||
-    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq qemu-user libc6-arm64-cross >/dev/null 2>&1; } || true
+arm64_loader=/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1
+if ! command -v qemu-aarch64 >/dev/null || [ ! -f "$arm64_loader" ]; then
+  sudo=""
+  [ "$(id -u)" != 0 ] && command -v sudo >/dev/null && sudo="sudo -n"
+  $sudo apt-get install -y -qq qemu-user libc6-arm64-cross >/dev/null 2>&1 ||
+    { $sudo apt-get update -qq >/dev/null 2>&1 && $sudo apt-get install -y -qq qemu-user libc6-arm64-cross >/dev/null 2>&1; } || true
 fi
-if command -v qemu-aarch64 >/dev/null && [ -d /usr/aarch64-linux-gnu ]; then
+if command -v qemu-aarch64 >/dev/null && [ -f "$arm64_loader" ]; then
   bash infra/smoke.sh --artifact "$ROOT/.aws-sam/build/McpFunction/bootstrap"
 else
-  say "skipped starting the arm64 artifact: qemu-user or libc6-arm64-cross could not be installed"
+  say "NOT STARTED: the arm64 artifact was built but not run; qemu-user and libc6-arm64-cross (Debian packages) could not be installed" >&2
 fi

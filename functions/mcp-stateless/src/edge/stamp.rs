@@ -27,7 +27,8 @@ struct Response<'a> {
     jsonrpc: &'a str,
     #[serde(borrow)]
     id: &'a RawValue,
-    #[serde(borrow, default)]
+    // Present even when null (`Option` would read null as absent).
+    #[serde(borrow, default, deserialize_with = "present_raw")]
     result: Option<&'a RawValue>,
     #[serde(default)]
     error: Option<ErrorHead>,
@@ -43,8 +44,17 @@ struct ErrorHead {
 struct ResultHead<'a> {
     #[serde(rename = "resultType", borrow, default)]
     result_type: Option<Cow<'a, str>>,
-    #[serde(rename = "_meta", default)]
-    meta: Option<IgnoredAny>,
+    /// Whether the result has a `_meta`, even a null one.
+    #[serde(rename = "_meta", default, deserialize_with = "present")]
+    meta: bool,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(value: D) -> Result<bool, D::Error> {
+    IgnoredAny::deserialize(value).map(|_| true)
+}
+
+fn present_raw<'de, D: serde::Deserializer<'de>>(value: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(value).map(Some)
 }
 
 /// `body` with `"_meta": {<key>: <server_info>}` as its result's first
@@ -65,7 +75,7 @@ pub fn stamped(body: &Bytes, key: &str, server_info: &str) -> Option<(Bytes, Req
         (Some(result), None) => {
             let head: ResultHead<'_> = serde_json::from_str(result.get()).ok()?;
             let result_type = head.result_type.as_deref().unwrap_or("complete");
-            if head.meta.is_some() || result_type == "input_required" {
+            if head.meta || result_type == "input_required" {
                 return None;
             }
             // A RawValue holds the value's text exactly, an object's braces
@@ -139,7 +149,9 @@ mod tests {
         let request = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
         let both = json!({"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": 1, "message": ""}});
         let not_object = json!({"jsonrpc": "2.0", "id": 1, "result": [1]});
-        for body in [meta, input, extra, request, both, not_object] {
+        let null_meta = json!({"jsonrpc": "2.0", "id": 1, "result": {"_meta": null, "content": []}});
+        let null_result = json!({"jsonrpc": "2.0", "id": 1, "result": null, "error": {"code": 1, "message": ""}});
+        for body in [meta, input, extra, request, both, not_object, null_meta, null_result] {
             assert!(stamp(body.clone()).is_none(), "{body}");
         }
         assert!(stamped(&Bytes::from_static(b"not json"), KEY, INFO).is_none());
