@@ -97,6 +97,15 @@ fn claims(issuer: &str, subject: &str, scope: &str) -> Value {
     json!({"iss": issuer, "sub": subject, "aud": AUDIENCE, "scope": scope, "iat": now, "exp": now + 600})
 }
 
+/// An issuer publishing one key, `kid`, and a server trusting it.
+async fn serving_with_key(kid: &str) -> (Issuer, SigningKey, SocketAddr) {
+    let issuer = issuer().await;
+    let key = SigningKey::new(kid);
+    issuer.keys.lock().unwrap().push(key.jwk());
+    let addr = server(&issuer).await;
+    (issuer, key, addr)
+}
+
 async fn server(issuer: &Issuer) -> SocketAddr {
     let policy = BearerPolicy { issuer: issuer.url.clone(), audiences: vec![AUDIENCE.into()], scopes: vec!["mcp".into()], jwks_url: None };
     let metadata = ResourceMetadata {
@@ -129,10 +138,7 @@ fn challenge(reply: &Reply) -> String {
 
 #[tokio::test]
 async fn a_valid_token_names_the_caller_and_anything_else_is_refused_with_a_challenge() {
-    let issuer = issuer().await;
-    let key = SigningKey::new("k1");
-    issuer.keys.lock().unwrap().push(key.jwk());
-    let addr = server(&issuer).await;
+    let (issuer, key, addr) = serving_with_key("k1").await;
     let metadata = format!("resource_metadata=\"http://{addr}/api/.well-known/oauth-protected-resource/mcp\"");
 
     let reply = whoami(addr, Some(&key.sign(&claims(&issuer.url, "user-9", "openid mcp")))).await;
@@ -178,10 +184,7 @@ async fn a_valid_token_names_the_caller_and_anything_else_is_refused_with_a_chal
 
 #[tokio::test]
 async fn unknown_key_ids_reach_the_issuer_at_most_once_a_minute() {
-    let issuer = issuer().await;
-    let old = SigningKey::new("old");
-    issuer.keys.lock().unwrap().push(old.jwk());
-    let addr = server(&issuer).await;
+    let (issuer, old, addr) = serving_with_key("old").await;
     assert_eq!(whoami(addr, Some(&old.sign(&claims(&issuer.url, "a", "mcp")))).await.status, 200);
     assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1);
 
