@@ -19,10 +19,7 @@ done
 # qemu-user runs the arm64 artifact here (Debian packages; root installs).
 arm64_loader=/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1
 if ! command -v qemu-aarch64 >/dev/null || [ ! -f "$arm64_loader" ]; then
-  sudo=""
-  [ "$(id -u)" != 0 ] && command -v sudo >/dev/null && sudo="sudo -n"
-  $sudo apt-get install -y -qq qemu-user libc6-arm64-cross >/dev/null 2>&1 ||
-    { $sudo apt-get update -qq >/dev/null 2>&1 && $sudo apt-get install -y -qq qemu-user libc6-arm64-cross >/dev/null 2>&1; } || true
+  apt_install qemu-user libc6-arm64-cross || true
 fi
 if command -v qemu-aarch64 >/dev/null && [ -f "$arm64_loader" ]; then
   bash infra/smoke.sh --artifact "$ROOT/.aws-sam/build/McpFunction/bootstrap"

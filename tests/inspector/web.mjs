@@ -1,0 +1,109 @@
+// Drives the MCP Inspector's web UI in headless Chromium as a user would:
+// connect with the modern protocol era, run a tool, answer a multi-round
+// call's two questions, and take a task through its input_required step.
+// infra/inspector.sh starts the Inspector against the starter and runs this.
+//
+//   node tests/inspector/web.mjs INSPECTOR_URL OUT_DIR [CATALOG_URL]
+//
+// INSPECTOR_URL is the address the Inspector prints, token included, for
+// the README's ad-hoc server. CATALOG_URL, when given, is an Inspector
+// started on a writable catalog (where per-server OAuth settings live):
+// its redirect URI must be one of $EXPECTED_REDIRECTS (comma-separated).
+// The browser is $CHROMIUM. Prints `ok`/`FAILED` per check, a screenshot of
+// each failure in OUT_DIR, and last `inspector web: N passed, M failed`.
+import { chromium } from "playwright-core";
+
+const [inspectorUrl, outDir, catalogUrl] = process.argv.slice(2);
+if (!inspectorUrl || !outDir || !process.env.CHROMIUM) {
+  console.error("usage: CHROMIUM=/path/to/chromium node web.mjs INSPECTOR_URL OUT_DIR");
+  process.exit(2);
+}
+// A user's clicks wait for the server; on a loaded two-core machine a
+// debug build's answer can take seconds, so waits are generous, never tight.
+const WAIT = { timeout: 60_000 };
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM,
+  // The flags headless Chromium needs as root on a machine without a
+  // network beyond loopback (no background connections to refuse).
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync"],
+});
+const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+page.setDefaultTimeout(WAIT.timeout);
+
+let passed = 0;
+let failed = 0;
+async function check(name, steps) {
+  try {
+    await steps();
+    passed += 1;
+    console.log(`ok - ${name}`);
+  } catch (error) {
+    failed += 1;
+    const shot = `${outDir}/${name.replace(/[^a-z0-9]+/gi, "-")}.png`;
+    await page.screenshot({ path: shot, fullPage: true }).catch(() => {});
+    console.log(`FAILED - ${name}: ${String(error.message ?? error).split("\n")[0]} (screenshot: ${shot})`);
+  }
+}
+
+// A tool from the list, opened in the middle column.
+async function openTool(name) {
+  await page.getByText("Tools", { exact: true }).first().click();
+  await page.getByText(name, { exact: true }).first().click();
+}
+
+// An elicitation form's one field, answered and submitted.
+async function answer(question, field, value) {
+  await page.getByText(question).waitFor(WAIT);
+  await page.getByRole("textbox", { name: field }).fill(value);
+  await page.getByRole("button", { name: "Submit" }).click();
+}
+
+await check("connects over Streamable HTTP at MCP 2026-07-28", async () => {
+  await page.goto(inspectorUrl);
+  // Mantine draws its track over the switch's input: the input takes the check.
+  await page.getByRole("switch").first().check({ force: true });
+  await page.getByText("Connected", { exact: true }).waitFor(WAIT);
+  await page.getByText("MCP 2026-07-28", { exact: true }).waitFor(WAIT);
+});
+
+await check("runs a tool: slugify", async () => {
+  await openTool("slugify");
+  await page.getByRole("textbox", { name: /title/ }).fill("Hello World");
+  await page.getByRole("button", { name: "Execute Tool" }).click();
+  await page.getByText("hello-world", { exact: true }).waitFor(WAIT);
+});
+
+await check("answers a multi-round call: plan_reminder asks what, then when", async () => {
+  await openTool("plan_reminder");
+  await page.getByRole("button", { name: "Execute Tool" }).click();
+  await answer("What should I remind you about?", "what", "water the plants");
+  await answer("When should I remind you to water the plants?", "when", "2026-12-24T09:00:00Z");
+  await page.getByText("Reminder set: water the plants, at 2026-12-24T09:00:00Z.").waitFor(WAIT);
+});
+
+await check("takes a task through input_required: publish_article", async () => {
+  await openTool("publish_article");
+  await page.getByRole("textbox", { name: /title/ }).fill("Lambda notes");
+  await page.getByRole("button", { name: "Execute Tool" }).click();
+  await page.getByText('Publish "Lambda notes" now?').waitFor(WAIT);
+  await page.getByRole("checkbox", { name: "publish" }).check({ force: true });
+  await page.getByRole("button", { name: "Submit" }).click();
+  await page.getByText("Published: Lambda notes: a short article.").first().waitFor(WAIT);
+});
+
+if (catalogUrl) {
+  await check("its OAuth redirect URI is a default Cognito callback of the template", async () => {
+    await page.goto(catalogUrl);
+    await page.getByRole("button", { name: "Settings", exact: true }).first().click();
+    await page.getByText("OAuth Settings").click();
+    const redirect = await page.getByRole("textbox", { name: "Redirect URI" }).inputValue();
+    const expected = (process.env.EXPECTED_REDIRECTS ?? "").split(",");
+    if (!expected.includes(redirect)) throw new Error(`redirect URI ${redirect}, not one of ${expected.join(", ")}`);
+  });
+}
+
+await browser.close();
+console.log(`inspector web: ${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
