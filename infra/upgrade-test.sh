@@ -3,10 +3,11 @@
 # repository of this tree, clones it as a fork that renames the function
 # (infra/rename.sh) and adds a tool of its own (the README's), then makes two
 # changes upstream, one to the machinery (functions/mcp-stateless) and one
-# to the function the fork renamed (functions/starter/src/lib.rs), and
-# merges them into the fork. The merge must apply both without a conflict,
-# the second into the renamed folder, and the fork must still build and pass
-# its tool's test. Everything happens under .tmp/upgrade, offline.
+# to the function the fork renamed (functions/starter/src/lib.rs), releases
+# them as the next patch version (infra/release.sh, tag template-vX.Y.Z),
+# and merges that tag into the fork, as the README tells forks to. The merge
+# must apply both without a conflict, the second into the renamed folder,
+# and the fork must be at the new version, build and pass its tool's test. Everything happens under .tmp/upgrade, offline.
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
@@ -20,6 +21,10 @@ cd "$work/upstream"
 git init -q -b main
 git add -A
 commit -m "upstream v1"
+bash infra/release.sh --check >/dev/null
+released="$(sed -n 's/^version = "\(.*\)"$/\1/p' functions/mcp-stateless/Cargo.toml | head -n 1)"
+git tag "template-v$released"
+next="${released%.*}.$((${released##*.} + 1))"
 
 git clone -q "$work/upstream" "$work/fork"
 cd "$work/fork"
@@ -37,13 +42,16 @@ pub const UPSTREAM_FIX: u32 = 2;
 EOF
 perl -0pi -e 's/(impl Server \{\n)/$1    \/\/\/ Wiring changed upstream after the fork (infra\/upgrade-test.sh).\n    pub const UPSTREAM_WIRING: u32 = mcp_stateless::UPSTREAM_FIX;\n\n/' functions/starter/src/lib.rs
 grep -q UPSTREAM_WIRING functions/starter/src/lib.rs || { echo "upgrade: could not make the upstream change" >&2; exit 1; }
+perl -0pi -e 's/^## Unreleased\n/## Unreleased\n\n- A machinery fix and a wiring change (infra\/upgrade-test.sh).\n/m' CHANGELOG.md
 git add -A
-commit -m "upstream v2: a machinery fix and a wiring change"
+commit -m "upstream: a machinery fix and a wiring change"
+GIT_AUTHOR_NAME=upgrade-test GIT_AUTHOR_EMAIL=upgrade-test@localhost GIT_COMMITTER_NAME=upgrade-test \
+  GIT_COMMITTER_EMAIL=upgrade-test@localhost bash infra/release.sh "$next" >/dev/null
 
 cd "$work/fork"
 git remote add upstream "$work/upstream"
 git fetch -q upstream
-if ! git -c user.name=upgrade-test -c user.email=upgrade-test@localhost merge -q --no-edit upstream/main >"$STATE_DIR/upgrade-merge.log" 2>&1; then
+if ! git -c user.name=upgrade-test -c user.email=upgrade-test@localhost merge -q --no-edit "template-v$next" >"$STATE_DIR/upgrade-merge.log" 2>&1; then
   echo "upgrade: merging upstream into the renamed fork conflicts:" >&2
   cat "$STATE_DIR/upgrade-merge.log" >&2
   git status --short >&2
@@ -52,6 +60,7 @@ fi
 grep -q "UPSTREAM_FIX" functions/mcp-stateless/src/lib.rs || { echo "upgrade: the machinery fix did not arrive" >&2; exit 1; }
 grep -q "UPSTREAM_WIRING" "functions/$name/src/lib.rs" || { echo "upgrade: the wiring change did not reach functions/$name" >&2; exit 1; }
 [ ! -e functions/starter ] || { echo "upgrade: the merge brought back functions/starter" >&2; exit 1; }
+bash infra/release.sh --check | grep -q "at $next" || { echo "upgrade: the fork is not at the release it merged ($next)" >&2; exit 1; }
 
 export CARGO_TARGET_DIR="$TARGET"
 if ! cargo test --locked -p "$name" greetings >"$STATE_DIR/upgrade-test.log" 2>&1; then
@@ -60,4 +69,4 @@ if ! cargo test --locked -p "$name" greetings >"$STATE_DIR/upgrade-test.log" 2>&
   exit 1
 fi
 grep -q "greets_by_name ... ok" "$STATE_DIR/upgrade-test.log" || { echo "upgrade: the fork's tool test did not run" >&2; exit 1; }
-say "upgrade clean: the renamed fork merged a machinery fix and a wiring change without a conflict, builds, and its tool's test passes"
+say "upgrade clean: the renamed fork merged release $next (a machinery fix and a wiring change) without a conflict, builds, and its tool's test passes"
