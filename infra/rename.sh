@@ -2,8 +2,8 @@
 # Makes the starter yours in one command: renames the function's package
 # and folder (functions/NAME), its task worker (functions/NAME-worker), the
 # server name it reports (its package name), the Lambda binaries in
-# template.yaml, the stack name in samconfig.toml and the scripts' and
-# README's references. Run it once, on a clean checkout, then commit. It
+# template.yaml, the stack name in samconfig.toml and the scripts', the
+# README's and docs/'s references. Run it once, on a clean checkout, then commit. It
 # changes no Rust source (the library is `mcp_function` under any package
 # name), so upstream changes to the function's code still merge.
 #   bash infra/rename.sh weather-tools
@@ -45,7 +45,7 @@ swap() {
     ' "$@"
 }
 swap Cargo.toml "functions/$new/Cargo.toml" "functions/$new-worker/Cargo.toml" \
-  template.yaml README.md SECURITY.md infra/*.sh
+  template.yaml README.md SECURITY.md docs/*.md infra/*.sh
 # The stack name (samconfig.toml) and the one place the scripts read the
 # function's name from (infra/common.sh).
 perl -pi -e "s/^stack_name = \".*\"/stack_name = \"$new\"/" samconfig.toml

@@ -113,7 +113,7 @@ async fn removed_and_unknown_methods_are_404_method_not_found() {
     }
 }
 
-/// The README's rules table says so: without an `Accept` naming both
+/// docs/reference.md's rules table says so: without an `Accept` naming both
 /// media types of the transport, rmcp answers 406.
 #[tokio::test]
 async fn a_request_without_the_transports_accept_header_is_406() {
