@@ -96,8 +96,9 @@ node22() {
   node_bin="$node_dir/node_modules/$package/bin/node"
   if [ ! -x "$node_bin" ]; then
     say "installing $package@$NODE_VERSION (Node.js >= 22.19 is needed)" >&2
-    npm install --silent --prefix "$node_dir" --no-audit --no-fund --no-package-lock "$package@$NODE_VERSION" >&2
+    npm install --silent --prefix "$node_dir" --no-audit --no-fund --no-package-lock "$package@$NODE_VERSION" >&2 || return 1
   fi
+  [ -x "$node_bin" ] || { echo "no Node.js at $node_bin after installing $package" >&2; return 1; }
   echo "$node_bin"
 }
 

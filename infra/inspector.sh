@@ -28,7 +28,12 @@ node_bin="$(node22)"
 PATH="$(dirname "$node_bin"):$PATH"
 npm_ci_pinned "$dir"
 pinned="@modelcontextprotocol/inspector@$(cd "$dir" && node -p 'require("./package.json").dependencies["@modelcontextprotocol/inspector"]')"
-readme_commands() { "$VENV/bin/python" "$ROOT/infra/readme_snippets.py" --commands "$ROOT/README.md" "$1"; }
+readme_commands() { python3 "$ROOT/infra/readme_snippets.py" --commands "$ROOT/README.md" "$1"; }
+# A README command as run here: without its trailing comment, at URL.
+as_run() {
+  local command="${1%%  #*}"
+  echo "${command//http:\/\/127.0.0.1:3000\/mcp/$url}"
+}
 
 passed=0 failed=0
 ok() { passed=$((passed + 1)); echo "ok - $1"; }
@@ -47,8 +52,7 @@ n=0
 while IFS= read -r line; do
   case "$line" in npx\ *) ;; *) continue ;; esac
   n=$((n + 1))
-  command="${line%%  #*}"
-  command="${command//http:\/\/127.0.0.1:3000\/mcp/$url}"
+  command="$(as_run "$line")"
   wanted="$(printf '%s' "$line" | sed -n 's/.*  # "\(.*\)".*/\1/p')"
   case "$command" in *"$pinned "*) ;; *) fail "README command $n names another Inspector than the pinned $pinned: $line"; continue ;; esac
   if [ -n "$wanted" ]; then
@@ -64,24 +68,25 @@ done < <(readme_commands inspector-cli)
 # What the README says the CLI gets without the era, and without elicitation.
 expect "CLI, default legacy era: told to speak 2026-07-28" "$out/cli-legacy.txt" \
   "This server speaks MCP 2026-07-28" "npx $pinned --cli '$url' --method tools/list"
-expect "CLI, a tool that asks the user: -32021" "$out/cli-elicit.txt" \
+expect "CLI, a tool that asks the user: Missing required client capability (-32021)" "$out/cli-elicit.txt" \
   "Missing required client capability" "npx $pinned --cli '$url' --protocol-era modern --method tools/call --tool-name plan_reminder"
 
 # The web UI, started by the README's command on ports of its own.
+# A browser that starts (Ubuntu's chromium-browser can be a snap stub that does not).
+runs() { [ -n "$1" ] && timeout 60 "$1" --headless --no-sandbox --version >/dev/null 2>&1; }
 chromium="${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}"
-if [ -z "$chromium" ]; then
+if ! runs "$chromium"; then
   say "installing Debian's chromium for the web UI check"
   apt_install chromium || true
   chromium="$(command -v chromium || true)"
 fi
-web_command="$(readme_commands inspector-web | grep '^npx ' | head -n 1)"
-if [ -z "$chromium" ]; then
-  fail "web UI: no Chromium, and Debian's could not be installed (apt-get install chromium as root, or set CHROMIUM=/path/to/chrome)"
+web_command="$(readme_commands inspector-web | grep '^npx ' | head -n 1 || true)"
+if ! runs "$chromium"; then
+  fail "web UI: no Chromium that starts, and Debian's could not be installed (apt-get install chromium as root, or set CHROMIUM=/path/to/chrome)"
 elif [ -z "$web_command" ]; then
   fail "web UI: the README's inspector-web block has no npx command"
 else
-  web_command="${web_command%%  #*}"
-  web_command="${web_command//http:\/\/127.0.0.1:3000\/mcp/$url}"
+  web_command="$(as_run "$web_command")"
   web_pids=()
   trap 'for pid in "${web_pids[@]}"; do kill_tree "$pid"; done' EXIT
   # start_web NAME COMMAND: the Inspector's web UI on a port of its own;
@@ -90,8 +95,10 @@ else
     local name="$1" command="$2" port token
     web_url=""
     port="$(free_port)"
-    (cd "$dir" && CLIENT_PORT="$port" MCP_SANDBOX_PORT="$(free_port)" MCP_STORAGE_DIR="$out/storage-$name" \
-      MCP_AUTO_OPEN_ENABLED=false exec bash -c "exec $command") >"$out/web-$name.log" 2>&1 </dev/null &
+    # Its ports, storage and secrets (memory, never a keychain) its own.
+    (cd "$dir" && CLIENT_PORT="$port" MCP_SANDBOX_PORT="$(free_port)" MCP_APP_ORIGIN_PORT="$(free_port)" \
+      MCP_STORAGE_DIR="$out/storage-$name" MCP_INSPECTOR_SECRET_STORE=memory MCP_AUTO_OPEN_ENABLED=false \
+      exec bash -c "exec $command") >"$out/web-$name.log" 2>&1 </dev/null &
     web_pids+=("$!")
     for _ in $(seq 1 600); do
       token="$(sed -n 's/.*Auth token: \([0-9a-f]*\).*/\1/p' "$out/web-$name.log" | head -n 1)"

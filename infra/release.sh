@@ -43,6 +43,8 @@ if [ "$version" = "$current" ] || [ "$(printf '%s\n%s\n' "$current" "$version" |
   echo "release: $version is not newer than $current" >&2
   exit 2
 fi
+! git rev-parse -q --verify "refs/tags/template-v$version" >/dev/null ||
+  { echo "release: the tag template-v$version exists already" >&2; exit 1; }
 [ -z "$(git status --porcelain)" ] || { echo "release: the checkout has uncommitted changes" >&2; exit 1; }
 unreleased="$(awk '/^## Unreleased$/ {on = 1; next} /^## / {on = 0} on && NF' CHANGELOG.md)"
 [ -n "$unreleased" ] || { echo "release: CHANGELOG.md's Unreleased section is empty: say what changed first" >&2; exit 1; }

@@ -7,8 +7,36 @@
 # changes no Rust source (the library is `mcp_function` under any package
 # name), so upstream changes to the function's code still merge.
 #   bash infra/rename.sh weather-tools
+#   bash infra/rename.sh --files FILE...   # after a merge: the template's name
+#                                          # in FILEs that upstream added or
+#                                          # replaced becomes this fork's
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
+
+# Whole words only: `starter` inside other words is left alone. A name with
+# hyphens is a path, a package and a binary; with underscores, a crate path.
+swap() {
+  OLD="$old" NEW="$new" OLD_CRATE="$old_crate" NEW_CRATE="$new_crate" \
+    perl -pi -e '
+      s{functions/\Q$ENV{OLD}\E\b}{functions/$ENV{NEW}}g;
+      s/(?<![\w-])\Q$ENV{OLD}\E-worker\b/$ENV{NEW}-worker/g;
+      s/(?<![\w-])\Q$ENV{OLD_CRATE}\E::/$ENV{NEW_CRATE}::/g;
+      s/^(\s*(?:name\s*=\s*"|Binary:\s*))\Q$ENV{OLD}\E("?)\s*$/$1$ENV{NEW}$2\n/;
+      s/^\Q$ENV{OLD}\E = \{ path = "\.\.\/\Q$ENV{OLD}\E" \}/$ENV{NEW} = { path = "..\/$ENV{NEW}" }/;
+      s/-p \Q$ENV{OLD}\E\b/-p $ENV{NEW}/g;
+      s/--package \Q$ENV{OLD}\E\b/--package $ENV{NEW}/g;
+    ' "$@"
+}
+if [ "${1:-}" = --files ]; then
+  shift
+  old=starter new="$FUNCTION"
+  old_crate="${old//-/_}" new_crate="${new//-/_}"
+  [ "$new" != "$old" ] || { say "this checkout is not renamed: nothing to do"; exit 0; }
+  [ "$#" -gt 0 ] || { echo "usage: bash infra/rename.sh --files FILE..." >&2; exit 2; }
+  swap "$@"
+  say "renamed $old to $new in $*"
+  exit 0
+fi
 
 new="${1:-}"
 if ! [[ "$new" =~ ^[a-z][a-z0-9]*(-[a-z0-9]+)*$ ]]; then
@@ -30,20 +58,6 @@ old_crate="${old//-/_}" new_crate="${new//-/_}"
 mv "functions/$old" "functions/$new"
 mv "functions/$old-worker" "functions/$new-worker"
 
-# Whole words only: `starter` inside other words is left alone. A name with
-# hyphens is a path, a package and a binary; with underscores, a crate path.
-swap() {
-  OLD="$old" NEW="$new" OLD_CRATE="$old_crate" NEW_CRATE="$new_crate" \
-    perl -pi -e '
-      s{functions/\Q$ENV{OLD}\E\b}{functions/$ENV{NEW}}g;
-      s/(?<![\w-])\Q$ENV{OLD}\E-worker\b/$ENV{NEW}-worker/g;
-      s/(?<![\w-])\Q$ENV{OLD_CRATE}\E::/$ENV{NEW_CRATE}::/g;
-      s/^(\s*(?:name\s*=\s*"|Binary:\s*))\Q$ENV{OLD}\E("?)\s*$/$1$ENV{NEW}$2\n/;
-      s/^\Q$ENV{OLD}\E = \{ path = "\.\.\/\Q$ENV{OLD}\E" \}/$ENV{NEW} = { path = "..\/$ENV{NEW}" }/;
-      s/-p \Q$ENV{OLD}\E\b/-p $ENV{NEW}/g;
-      s/--package \Q$ENV{OLD}\E\b/--package $ENV{NEW}/g;
-    ' "$@"
-}
 swap Cargo.toml "functions/$new/Cargo.toml" "functions/$new-worker/Cargo.toml" \
   template.yaml README.md SECURITY.md docs/*.md infra/*.sh
 # The stack name (samconfig.toml) and the one place the scripts read the

@@ -21,8 +21,7 @@ cd "$work/upstream"
 git init -q -b main
 git add -A
 commit -m "upstream v1"
-bash infra/release.sh --check >/dev/null
-released="$(sed -n 's/^version = "\(.*\)"$/\1/p' functions/mcp-stateless/Cargo.toml | head -n 1)"
+released="$(bash infra/release.sh --check | sed -n 's/.*machinery at \([0-9.]*\),.*/\1/p')"
 git tag "template-v$released"
 next="${released%.*}.$((${released##*.} + 1))"
 
@@ -60,6 +59,13 @@ fi
 grep -q "UPSTREAM_FIX" functions/mcp-stateless/src/lib.rs || { echo "upgrade: the machinery fix did not arrive" >&2; exit 1; }
 grep -q "UPSTREAM_WIRING" "functions/$name/src/lib.rs" || { echo "upgrade: the wiring change did not reach functions/$name" >&2; exit 1; }
 [ ! -e functions/starter ] || { echo "upgrade: the merge brought back functions/starter" >&2; exit 1; }
+# A file upstream adds after the rename still names the template's function
+# until `rename.sh --files` (CHANGELOG, 0.1.0) renames it as the fork's.
+echo "See functions/starter/src/lib.rs and cargo run -p starter." >upstream-note.md
+bash infra/rename.sh --files upstream-note.md >/dev/null
+grep -qx "See functions/$name/src/lib.rs and cargo run -p $name." upstream-note.md ||
+  { echo "upgrade: rename.sh --files did not rename the function in a new file: $(cat upstream-note.md)" >&2; exit 1; }
+rm upstream-note.md
 bash infra/release.sh --check | grep -q "at $next" || { echo "upgrade: the fork is not at the release it merged ($next)" >&2; exit 1; }
 
 export CARGO_TARGET_DIR="$TARGET"
