@@ -3,6 +3,8 @@
 # a client" tells a user to use it:
 #   - the README's CLI commands, as written but for the server's address:
 #     each must succeed and print what its trailing comment quotes;
+#   - the Inspector's schema portability check (--strict) finds nothing in
+#     any tool's schema, as the README says;
 #   - what the README says of CLI mode: the default (legacy) era is told
 #     which version to speak, and a tool that asks the user gets -32021;
 #   - the README's web UI command, its page driven in headless Chromium
@@ -64,6 +66,15 @@ while IFS= read -r line; do
   fi
 done < <(readme_commands inspector-cli)
 [ "$n" -gt 0 ] || fail "the README's inspector-cli block has no npx command"
+
+# The CLI's portability check of every tool's schema: findings go to stderr
+# (errors also set exit code 6); the README promises there are none.
+if (cd "$dir" && timeout 120 npx "$pinned" --cli "$url" --protocol-era modern --method tools/list --strict) \
+  >"$out/tools.json" 2>"$out/portability.txt" </dev/null && ! grep -q "Schema portability" "$out/portability.txt"; then
+  ok "no schema portability finding in any tool (--strict)"
+else
+  fail "schema portability findings: $(head -c 600 "$out/portability.txt")"
+fi
 
 # What the README says the CLI gets without the era, and without elicitation.
 expect "CLI, default legacy era: told to speak 2026-07-28" "$out/cli-legacy.txt" \

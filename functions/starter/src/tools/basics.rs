@@ -48,8 +48,17 @@ pub struct ConvertTemperature {
 pub struct SlugArgument {
     /// A title, e.g. "Hello, World!".
     pub title: String,
-    /// Longest slug to return, in characters (default 60).
-    pub max_length: Option<usize>,
+    /// Longest slug to return, in characters.
+    // A default rather than an `Option`: schemars writes an `Option` as
+    // `"type": ["integer", "null"]`, which some model providers' function
+    // formats refuse; this is a plain optional integer with `"default": 60`.
+    #[serde(default = "default_slug_length")]
+    #[schemars(range(min = 1))]
+    pub max_length: usize,
+}
+
+fn default_slug_length() -> usize {
+    60
 }
 
 fn to_kelvin(value: f64, unit: TemperatureUnit) -> f64 {
@@ -121,7 +130,7 @@ impl Server {
 
     #[tool(description = "Turns a title into a URL slug (lowercase, hyphen-separated)", annotations(read_only_hint = true))]
     async fn slugify(&self, Parameters(args): Parameters<SlugArgument>) -> CallToolResult {
-        CallToolResult::success(vec![ContentBlock::text(slugify(&args.title, args.max_length.unwrap_or(60)))])
+        CallToolResult::success(vec![ContentBlock::text(slugify(&args.title, args.max_length))])
     }
 }
 
@@ -138,6 +147,25 @@ mod tests {
         assert_eq!(slugify("Hello, World!", 60), "hello-world");
         assert_eq!(slugify("  Many   spaces  ", 60), "many-spaces");
         assert_eq!(slugify("abc def", 4), "abc");
+    }
+
+    #[tokio::test]
+    async fn slugify_takes_an_optional_length_with_a_portable_schema() {
+        let addr = serve().await;
+        let list = post(addr, &request(1, "tools/list", json!({}), json!({}))).await.json();
+        let tool = list["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "slugify").unwrap().clone();
+        let length = &tool["inputSchema"]["properties"]["max_length"];
+        // One type, not ["integer", "null"], and not required.
+        assert_eq!(length["type"], "integer");
+        assert_eq!(length["default"], 60);
+        assert_eq!(tool["inputSchema"]["required"], json!(["title"]));
+
+        let long = "word ".repeat(20);
+        let call = |id, arguments| request(id, "tools/call", json!({"name": "slugify", "arguments": arguments}), json!({}));
+        let default = post(addr, &call(2, json!({"title": long}))).await.json();
+        assert_eq!(default["result"]["content"][0]["text"].as_str().unwrap().len(), 59, "60 characters, less the trailing hyphen");
+        let short = post(addr, &call(3, json!({"title": long, "max_length": 9}))).await.json();
+        assert_eq!(short["result"]["content"][0]["text"], "word-word");
     }
 
     #[test]
