@@ -9,7 +9,9 @@
 # README's curl examples and the MCP Inspector (its CLI, and its web UI in
 # headless Chromium) against the local server, and runs the official MCP
 # conformance suite (core and tasks scenarios) against the everything function, first with zero set-up, then
-# on the emulator with a separate task worker process. Stops what it started.
+# on the emulator with a separate task worker process; last, `cargo test
+# --workspace` again with nothing set up, as a new user types it. Stops what
+# it started.
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
@@ -174,6 +176,26 @@ conformance core-two-instances core "$proxy_port"
 grep -q 'subscriptions/listen .* -> '"$port" "$STATE_DIR/split-proxy.log" \
   && grep -q 'test_trigger_tool_change -> '"$other_port" "$STATE_DIR/split-proxy.log" \
   || { echo "the listen streams and the trigger calls did not go to different instances (see $STATE_DIR/split-proxy.log)" >&2; exit 1; }
+
+say "cargo test --workspace as a new user types it: no emulator running, no AWS or MCP variables"
+# The same tests must pass: those that need the emulator start it
+# (infra/emulator-for-tests.sh). Only when this run started the emulator,
+# so that one a user had running before stays as it is.
+if [ "$started_emulator" = 1 ]; then
+  bash infra/stop.sh >/dev/null
+  env -i HOME="$HOME" PATH="$PATH" ${USER:+USER="$USER"} ${CARGO_HOME:+CARGO_HOME="$CARGO_HOME"} \
+    ${RUSTUP_HOME:+RUSTUP_HOME="$RUSTUP_HOME"} ${CARGO_TARGET_DIR:+CARGO_TARGET_DIR="$CARGO_TARGET_DIR"} \
+    ${CARGO_INCREMENTAL:+CARGO_INCREMENTAL="$CARGO_INCREMENTAL"} ${MOTO_PORT:+MOTO_PORT="$MOTO_PORT"} \
+    cargo test --workspace --locked >"$STATE_DIR/cargo-test-bare.log" 2>&1 ||
+    { tail -n 40 "$STATE_DIR/cargo-test-bare.log" >&2; echo "cargo test --workspace failed with nothing set up (log: $STATE_DIR/cargo-test-bare.log)" >&2; exit 1; }
+  pid_alive "$STATE_DIR/moto.pid" || { echo "the emulator-backed tests did not start the emulator themselves" >&2; exit 1; }
+  bare_passed="$(awk '/^test result:/ {n += $4} END {print n + 0}' "$STATE_DIR/cargo-test-bare.log")"
+  [ "$bare_passed" = "$cargo_passed" ] ||
+    { echo "cargo test --workspace with nothing set up passed $bare_passed tests, not the $cargo_passed of the set-up run" >&2; exit 1; }
+  say "cargo test --workspace with nothing set up: the same $bare_passed tests passed; the tests started the emulator"
+else
+  say "skipped: an emulator was running before the test command, and it stays as it was"
+fi
 
 say "cargo tests: $cargo_passed passed; template tests: $pytest_passed passed; fork tests: $fork_passed passed; upgrade checks: $upgrade_passed passed; smoke checks: $smoke_passed passed; curl examples: $curl_passed passed; Inspector checks: $inspector_passed passed; conformance checks: $conformance_passed passed"
 echo "summary: $((cargo_passed + pytest_passed + fork_passed + upgrade_passed + smoke_passed + curl_passed + inspector_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"
