@@ -40,12 +40,21 @@ as_run() {
 passed=0 failed=0
 ok() { passed=$((passed + 1)); echo "ok - $1"; }
 fail() { failed=$((failed + 1)); echo "FAILED - $1"; }
-# expect NAME OUTPUT_FILE TEXT COMMAND: COMMAND (run from $dir) succeeds
-# or not as the caller says by TEXT alone: TEXT must be in what it printed.
+# run_cli FILE COMMAND: COMMAND run from $dir, where npx finds the pinned
+# Inspector, what it printed in FILE; its exit status.
+run_cli() { (cd "$dir" && timeout 120 bash -c "$2") >"$1" 2>&1 </dev/null; }
+# expect NAME FILE TEXT COMMAND: TEXT must be in what COMMAND printed (its
+# exit status aside); with TEXT empty, COMMAND must exit 0 instead.
 expect() {
-  local name="$1" file="$2" text="$3" command="$4"
-  (cd "$dir" && timeout 120 bash -c "$command") >"$file" 2>&1 </dev/null || true
-  if grep -qF -- "$text" "$file"; then ok "$name"; else fail "$name: no \"$text\" in what it printed: $(head -c 400 "$file")"; fi
+  local name="$1" file="$2" text="$3" command="$4" status=0
+  run_cli "$file" "$command" || status=$?
+  if [ -z "$text" ]; then
+    if [ "$status" = 0 ]; then ok "$name"; else fail "$name: exit $status: $(head -c 400 "$file")"; fi
+  elif grep -qF -- "$text" "$file"; then
+    ok "$name"
+  else
+    fail "$name: no \"$text\" in what it printed: $(head -c 400 "$file")"
+  fi
 }
 
 # The README's CLI commands. Each line's trailing `# "TEXT"` is what it
@@ -57,20 +66,14 @@ while IFS= read -r line; do
   command="$(as_run "$line")"
   wanted="$(printf '%s' "$line" | sed -n 's/.*  # "\(.*\)".*/\1/p')"
   case "$command" in *"$pinned "*) ;; *) fail "README command $n names another Inspector than the pinned $pinned: $line"; continue ;; esac
-  if [ -n "$wanted" ]; then
-    expect "README command $n prints \"$wanted\"" "$out/cli-$n.txt" "$wanted" "$command"
-  elif (cd "$dir" && timeout 120 bash -c "$command") >"$out/cli-$n.txt" 2>&1 </dev/null; then
-    ok "README command $n: ${command:0:90}"
-  else
-    fail "README command $n failed: $(head -c 400 "$out/cli-$n.txt")"
-  fi
+  expect "README command $n${wanted:+ prints \"$wanted\"}: ${command:0:90}" "$out/cli-$n.txt" "$wanted" "$command"
 done < <(readme_commands inspector-cli)
 [ "$n" -gt 0 ] || fail "the README's inspector-cli block has no npx command"
 
 # The CLI's portability check of every tool's schema: findings go to stderr
 # (errors also set exit code 6); the README promises there are none.
-if (cd "$dir" && timeout 120 npx "$pinned" --cli "$url" --protocol-era modern --method tools/list --strict) \
-  >"$out/tools.json" 2>"$out/portability.txt" </dev/null && ! grep -q "Schema portability" "$out/portability.txt"; then
+if run_cli "$out/portability.txt" "npx $pinned --cli '$url' --protocol-era modern --method tools/list --strict" &&
+  ! grep -q "Schema portability" "$out/portability.txt"; then
   ok "no schema portability finding in any tool (--strict)"
 else
   fail "schema portability findings: $(head -c 600 "$out/portability.txt")"
