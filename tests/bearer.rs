@@ -7,11 +7,16 @@ use std::{
     net::SocketAddr,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
+    time::Duration,
 };
 
-use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+use aws_lc_rs::{
+    rand::SystemRandom,
+    rsa::KeySize,
+    signature::{self, ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair, RsaKeyPair},
+};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use bytes::Bytes;
 use e2e::{fixture_server::FixtureServer, *};
@@ -21,73 +26,158 @@ use hyper_util::rt::TokioIo;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_stateless::{
     Dependencies, McpEndpoint, Mode,
+    clock::{Clock, ManualClock, SystemClock},
     edge::{
-        bearer::{BearerPolicy, BearerVerifier},
+        bearer::{BearerPolicy, BearerVerifier, issuer_keys::KeyTimings},
         protected_resource::ResourceMetadata,
     },
 };
 use serde_json::{Value, json};
+use tokio::sync::RwLock;
 
+enum Pair {
+    Ec(EcdsaKeyPair),
+    Rsa(RsaKeyPair),
+}
+
+/// A signing key, and what its JWK publishes beside the key itself.
 struct SigningKey {
     kid: String,
-    pair: EcdsaKeyPair,
+    pair: Pair,
+    published: Value,
 }
 
 impl SigningKey {
+    /// An ES256 key published for signatures.
     fn new(kid: &str) -> Self {
-        Self { kid: kid.into(), pair: EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING).unwrap() }
+        let pair = Pair::Ec(EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING).unwrap());
+        Self { kid: kid.into(), pair, published: json!({"alg": "ES256", "use": "sig"}) }
+    }
+
+    /// An RSA key whose JWK carries `published` (`alg`, `use`, `key_ops`).
+    fn rsa(kid: &str, published: Value) -> Self {
+        Self { kid: kid.into(), pair: Pair::Rsa(RsaKeyPair::generate(KeySize::Rsa2048).unwrap()), published }
     }
 
     fn jwk(&self) -> Value {
-        let point = self.pair.public_key().as_ref();
-        json!({
-            "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": self.kid,
-            "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
-        })
+        let mut jwk = match &self.pair {
+            Pair::Ec(pair) => {
+                let point = pair.public_key().as_ref();
+                json!({"kty": "EC", "crv": "P-256", "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..65])})
+            }
+            Pair::Rsa(pair) => {
+                let public = pair.public_key();
+                json!({
+                    "kty": "RSA",
+                    "n": URL_SAFE_NO_PAD.encode(public.modulus().big_endian_without_leading_zero()),
+                    "e": URL_SAFE_NO_PAD.encode(public.exponent().big_endian_without_leading_zero()),
+                })
+            }
+        };
+        jwk["kid"] = json!(self.kid);
+        jwk.as_object_mut().unwrap().extend(self.published.as_object().unwrap().clone());
+        jwk
     }
 
+    /// Signed with the key's usual algorithm (ES256, RS256).
     fn sign(&self, claims: &Value) -> String {
-        let der = self.pair.to_pkcs8v1().unwrap();
-        let mut header = Header::new(Algorithm::ES256);
-        header.kid = Some(self.kid.clone());
-        jsonwebtoken::encode(&header, claims, &EncodingKey::from_ec_der(der.as_ref())).unwrap()
+        self.sign_as(if matches!(self.pair, Pair::Ec(_)) { "ES256" } else { "RS256" }, claims)
+    }
+
+    /// A JWS (RFC 7515, compact) made by hand, so a test can sign with an
+    /// algorithm the key was not published for.
+    fn sign_as(&self, alg: &str, claims: &Value) -> String {
+        let header = json!({"alg": alg, "typ": "JWT", "kid": self.kid});
+        let input = format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
+        let rng = SystemRandom::new();
+        let signature = match (&self.pair, alg) {
+            (Pair::Ec(pair), "ES256") => pair.sign(&rng, input.as_bytes()).unwrap().as_ref().to_vec(),
+            (Pair::Rsa(pair), _) => {
+                let padding: &'static dyn signature::RsaEncoding = match alg {
+                    "RS256" => &signature::RSA_PKCS1_SHA256,
+                    "RS384" => &signature::RSA_PKCS1_SHA384,
+                    "RS512" => &signature::RSA_PKCS1_SHA512,
+                    "PS256" => &signature::RSA_PSS_SHA256,
+                    other => panic!("no {other} here"),
+                };
+                let mut signature = vec![0; pair.public_modulus_len()];
+                pair.sign(padding, &rng, input.as_bytes(), &mut signature).unwrap();
+                signature
+            }
+            (Pair::Ec(_), other) => panic!("no {other} with an EC key here"),
+        };
+        format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature))
     }
 }
 
 /// An issuer on a loopback port: its OpenID configuration and key set,
-/// which tests replace (a rotation), and how often the keys were fetched.
+/// which tests replace (a rotation). `hold` keeps key requests waiting
+/// while a test holds its write lock; `failing` answers them 500;
+/// `fetches` counts the key requests that arrived.
 struct Issuer {
     url: String,
+    jwks_uri: Arc<Mutex<String>>,
     keys: Arc<Mutex<Vec<Value>>>,
     fetches: Arc<AtomicUsize>,
+    hold: Arc<RwLock<()>>,
+    failing: Arc<AtomicBool>,
 }
 
 async fn issuer() -> Issuer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let keys: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let fetches = Arc::new(AtomicUsize::new(0));
-    let (served_keys, counted, base) = (keys.clone(), fetches.clone(), url.clone());
+    let issuer = Issuer {
+        jwks_uri: Arc::new(Mutex::new(format!("{url}/jwks.json"))),
+        url,
+        keys: Arc::default(),
+        fetches: Arc::default(),
+        hold: Arc::default(),
+        failing: Arc::default(),
+    };
+    let served = (issuer.url.clone(), issuer.jwks_uri.clone(), issuer.keys.clone(), issuer.fetches.clone(), issuer.hold.clone(), issuer.failing.clone());
     tokio::spawn(async move {
         loop {
             let (stream, _) = listener.accept().await.unwrap();
-            let (keys, fetches, base) = (served_keys.clone(), counted.clone(), base.clone());
+            let (base, jwks_uri, keys, fetches, hold, failing) = served.clone();
             tokio::spawn(async move {
                 let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                    let body = match request.uri().path() {
-                        "/.well-known/openid-configuration" => json!({"issuer": base, "jwks_uri": format!("{base}/jwks.json")}),
-                        _ => {
-                            fetches.fetch_add(1, Ordering::SeqCst);
-                            json!({"keys": *keys.lock().unwrap()})
-                        }
-                    };
-                    async move { Ok::<_, Infallible>(http::Response::new(Full::new(Bytes::from(body.to_string())))) }
+                    let (base, jwks_uri, keys, fetches, hold, failing) = (base.clone(), jwks_uri.clone(), keys.clone(), fetches.clone(), hold.clone(), failing.clone());
+                    async move {
+                        let body = match request.uri().path() {
+                            "/.well-known/openid-configuration" => json!({"issuer": base, "jwks_uri": *jwks_uri.lock().unwrap()}),
+                            _ => {
+                                fetches.fetch_add(1, Ordering::SeqCst);
+                                let _held = hold.read().await;
+                                if failing.load(Ordering::SeqCst) {
+                                    let mut response = http::Response::new(Full::new(Bytes::from_static(b"{}")));
+                                    *response.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+                                    return Ok::<_, Infallible>(response);
+                                }
+                                json!({"keys": *keys.lock().unwrap()})
+                            }
+                        };
+                        Ok(http::Response::new(Full::new(Bytes::from(body.to_string()))))
+                    }
                 });
                 let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
             });
         }
     });
-    Issuer { url, keys, fetches }
+    issuer
+}
+
+impl Issuer {
+    /// Waits until `count` key requests have arrived (the bound only ends
+    /// a test that would otherwise hang).
+    async fn wait_for_fetches(&self, count: usize) {
+        for _ in 0..6_000 {
+            if self.fetches.load(Ordering::SeqCst) >= count {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the issuer saw {} key requests, not {count}", self.fetches.load(Ordering::SeqCst));
+    }
 }
 
 const AUDIENCE: &str = "mcp-e2e";
@@ -95,6 +185,10 @@ const AUDIENCE: &str = "mcp-e2e";
 fn claims(issuer: &str, subject: &str, scope: &str) -> Value {
     let now = jsonwebtoken::get_current_timestamp();
     json!({"iss": issuer, "sub": subject, "aud": AUDIENCE, "scope": scope, "iat": now, "exp": now + 600})
+}
+
+fn policy(issuer: &Issuer) -> BearerPolicy {
+    BearerPolicy { issuer: issuer.url.clone(), audiences: vec![AUDIENCE.into()], scopes: vec!["mcp".into()], jwks_url: None }
 }
 
 /// An issuer publishing one key, `kid`, and a server trusting it.
@@ -107,29 +201,53 @@ async fn serving_with_key(kid: &str) -> (Issuer, SigningKey, SocketAddr) {
 }
 
 async fn server(issuer: &Issuer) -> SocketAddr {
-    let policy = BearerPolicy { issuer: issuer.url.clone(), audiences: vec![AUDIENCE.into()], scopes: vec!["mcp".into()], jwks_url: None };
+    serve(issuer, BearerVerifier::new(policy(issuer)).unwrap()).await
+}
+
+/// A server whose key set ages by `clock`, with the default timings but
+/// a fetch bound no loaded machine reaches.
+async fn server_on_clock(issuer: &Issuer, clock: &ManualClock) -> SocketAddr {
+    let timings = KeyTimings { fetch_timeout: Duration::from_secs(300), ..KeyTimings::default() };
+    serve(issuer, BearerVerifier::with_keys(policy(issuer), timings, Arc::new(clock.clone())).unwrap()).await
+}
+
+async fn serve(issuer: &Issuer, verifier: BearerVerifier) -> SocketAddr {
     let metadata = ResourceMetadata {
         authorization_servers: vec![issuer.url.clone()],
         scopes_supported: vec!["mcp".into()],
         resource: None,
         base_path: "/api".into(),
     };
-    let endpoint: McpEndpoint<FixtureServer> = fixture_endpoint(Dependencies::in_process(), Mode::Local)
-        .with_resource_metadata(metadata)
-        .with_bearer(BearerVerifier::new(policy).unwrap());
+    let endpoint: McpEndpoint<FixtureServer> =
+        fixture_endpoint(Dependencies::in_process(), Mode::Local).with_resource_metadata(metadata).with_bearer(verifier);
     spawn(endpoint).await
 }
 
 async fn whoami(addr: SocketAddr, token: Option<&str>) -> Reply {
+    whoami_with(addr, token.iter().map(|token| format!("Bearer {token}"))).await
+}
+
+/// `whoami` with these `Authorization` header values, in order.
+async fn whoami_with(addr: SocketAddr, authorization: impl IntoIterator<Item = String>) -> Reply {
     let body = request(1, "tools/call", json!({"name": "whoami", "arguments": {}}), json!({}));
     post_with(addr, &body, |headers| {
         // The development header is no identity once tokens are checked.
         set_header(headers, "x-mcp-dev-principal", "mallory");
-        if let Some(token) = token {
-            set_header(headers, "authorization", &format!("Bearer {token}"));
-        }
+        headers.extend(authorization.into_iter().map(|value| ("authorization".to_owned(), value)));
     })
     .await
+}
+
+/// `whoami`'s status until it is `status` (the bound only ends a test that
+/// would otherwise hang).
+async fn eventually(addr: SocketAddr, token: &str, status: u16) {
+    for _ in 0..6_000 {
+        if whoami(addr, Some(token)).await.status == status {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("never {status}");
 }
 
 fn challenge(reply: &Reply) -> String {
@@ -155,7 +273,7 @@ async fn a_valid_token_names_the_caller_and_anything_else_is_refused_with_a_chal
     expired["exp"] = json!(now - 3600);
     let mut other_audience = claims(&issuer.url, "user-9", "mcp");
     other_audience["aud"] = json!("someone-else");
-    let forged = SigningKey { kid: "k1".into(), pair: EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING).unwrap() };
+    let forged = SigningKey::new("k1");
     let hs256 = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims(&issuer.url, "user-9", "mcp"), &EncodingKey::from_secret(b"shared").unwrap()).unwrap();
     for (why, token) in [
         ("expired", key.sign(&expired)),
@@ -199,4 +317,186 @@ async fn unknown_key_ids_reach_the_issuer_at_most_once_a_minute() {
     }
     assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1, "no fetch within a minute of the last");
     assert_eq!(whoami(addr, Some(&old.sign(&claims(&issuer.url, "a", "mcp")))).await.status, 200, "known keys still work");
+}
+
+/// 1. Plain http is for loopback hosts only, decided on the parsed URL:
+/// userinfo that makes a remote host look like `127.0.0.1` is refused,
+/// in `MCP_JWT_JWKS_URL` at start and in the discovery document's
+/// `jwks_uri` (the forms a reviewer tries are unit tests of `key_url`).
+#[tokio::test]
+async fn a_key_url_that_only_looks_like_loopback_is_refused_at_start_and_in_discovery() {
+    let (issuer, key, _) = serving_with_key("k1").await;
+    // `localhost` stands for a remote host: before, the text's prefix
+    // `http://127.0.0.1` passed and the keys came from whatever followed
+    // the '@'.
+    let port = issuer.url.rsplit(':').next().unwrap().to_owned();
+    let disguised = format!("http://127.0.0.1:1@localhost:{port}/jwks.json");
+
+    let configured = BearerPolicy { jwks_url: Some(disguised.clone()), ..policy(&issuer) };
+    let refused = BearerVerifier::new(configured).err().expect("a disguised MCP_JWT_JWKS_URL stops the start");
+    assert!(refused.starts_with("MCP_JWT_JWKS_URL") && refused.contains("user name or password"), "{refused}");
+    let issuer_refused = BearerVerifier::new(BearerPolicy { issuer: format!("http://127.0.0.1:1@localhost:{port}"), ..policy(&issuer) }).err();
+    assert!(issuer_refused.is_some_and(|why| why.starts_with("MCP_JWT_ISSUER")));
+
+    *issuer.jwks_uri.lock().unwrap() = disguised;
+    let addr = server(&issuer).await;
+    let reply = whoami(addr, Some(&key.sign(&claims(&issuer.url, "user-9", "mcp")))).await;
+    assert_eq!(reply.status, 503, "no keys are fetched from a disguised jwks_uri");
+    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 0, "the disguised host was never asked");
+}
+
+/// 2. A refetch for an unknown key id never holds up a request whose key
+/// is cached, and a rotation's new key arrives with the fetch in flight.
+#[tokio::test]
+async fn a_slow_key_fetch_holds_up_no_request_whose_key_is_cached() {
+    let clock = ManualClock::at(SystemClock.now());
+    let issuer = issuer().await;
+    let old = SigningKey::new("old");
+    issuer.keys.lock().unwrap().push(old.jwk());
+    let addr = server_on_clock(&issuer, &clock).await;
+    let old_token = old.sign(&claims(&issuer.url, "a", "mcp"));
+    assert_eq!(whoami(addr, Some(&old_token)).await.status, 200);
+
+    let rotated = SigningKey::new("rotated");
+    issuer.keys.lock().unwrap().push(rotated.jwk());
+    clock.advance(61);
+    // The issuer now answers key requests only when the test lets it.
+    let held = issuer.hold.write().await;
+    let rotated_token = rotated.sign(&claims(&issuer.url, "b", "mcp"));
+    let waiting = tokio::spawn(async move { whoami(addr, Some(&rotated_token)).await.status });
+    issuer.wait_for_fetches(2).await;
+    // Before, this waited behind the fetch's lock until the fetch gave up,
+    // and the rotated key's request then failed with it.
+    for _ in 0..3 {
+        assert_eq!(whoami(addr, Some(&old_token)).await.status, 200, "a cached key is served while the fetch is in flight");
+    }
+    drop(held);
+    assert_eq!(waiting.await.unwrap(), 200, "the rotated key came with the fetch");
+    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 2);
+}
+
+/// 3. Scopes are read from `scope` and `scp`, as a string or a list, as
+/// API Gateway's JWT authorizer reads them.
+#[tokio::test]
+async fn scopes_count_from_scope_or_scp_as_a_string_or_a_list() {
+    let (issuer, key, addr) = serving_with_key("k1").await;
+    let with = |scopes: Value| {
+        let mut claims = claims(&issuer.url, "user-9", "");
+        claims.as_object_mut().unwrap().remove("scope");
+        claims.as_object_mut().unwrap().extend(scopes.as_object().unwrap().clone());
+        key.sign(&claims)
+    };
+    for granted in [json!({"scp": "mcp"}), json!({"scp": "openid mcp"}), json!({"scp": ["openid", "mcp"]}), json!({"scope": ["mcp"]}), json!({"scope": "openid", "scp": ["mcp"]})] {
+        assert_eq!(whoami(addr, Some(&with(granted.clone()))).await.status, 200, "{granted}");
+    }
+    for lacking in [json!({"scp": ["openid"]}), json!({"scp": "mcp:read"}), json!({"scp": ["openid mcp"]}), json!({"scp": []}), json!({})] {
+        assert_eq!(whoami(addr, Some(&with(lacking.clone()))).await.status, 403, "{lacking}");
+    }
+    assert_eq!(whoami(addr, Some(&with(json!({"scp": 7})))).await.status, 401, "a scope that is no string nor list is a malformed token");
+}
+
+/// 4. A key verifies only the algorithm its JWK names, and nothing if it
+/// is published for encryption (RFC 8725, 3.1).
+#[tokio::test]
+async fn a_key_verifies_only_what_the_issuer_published_it_for() {
+    let issuer = issuer().await;
+    let rs256 = SigningKey::rsa("rs256", json!({"alg": "RS256", "use": "sig"}));
+    let unnamed = SigningKey::rsa("unnamed", json!({}));
+    let encryption = SigningKey::rsa("enc", json!({"alg": "RSA-OAEP", "use": "enc"}));
+    let encryption_use = SigningKey::rsa("enc-use", json!({"use": "enc"}));
+    let encrypt_ops = SigningKey::rsa("encrypt-ops", json!({"key_ops": ["encrypt"]}));
+    let verify_ops = SigningKey::rsa("verify-ops", json!({"alg": "PS256", "key_ops": ["verify"]}));
+    for key in [&rs256, &unnamed, &encryption, &encryption_use, &encrypt_ops, &verify_ops] {
+        issuer.keys.lock().unwrap().push(key.jwk());
+    }
+    let addr = server(&issuer).await;
+    let claims = claims(&issuer.url, "user-9", "mcp");
+
+    assert_eq!(whoami(addr, Some(&rs256.sign_as("RS256", &claims))).await.status, 200);
+    for alg in ["RS384", "RS512", "PS256"] {
+        assert_eq!(whoami(addr, Some(&rs256.sign_as(alg, &claims))).await.status, 401, "{alg} with a key published for RS256");
+        assert_eq!(whoami(addr, Some(&unnamed.sign_as(alg, &claims))).await.status, 200, "{alg} with a key that names no alg");
+    }
+    for key in [&encryption, &encryption_use, &encrypt_ops] {
+        assert_eq!(whoami(addr, Some(&key.sign_as("RS256", &claims))).await.status, 401, "{}", key.published);
+    }
+    assert_eq!(whoami(addr, Some(&verify_ops.sign_as("PS256", &claims))).await.status, 200);
+    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1, "a published key that may not verify is no reason to fetch again");
+}
+
+/// 5. One `Authorization` header, its scheme in any case (RFC 9110, 11.1).
+#[tokio::test]
+async fn one_authorization_header_whose_scheme_is_read_in_any_case() {
+    let (issuer, key, addr) = serving_with_key("k1").await;
+    let token = key.sign(&claims(&issuer.url, "user-9", "mcp"));
+    for scheme in ["Bearer", "bearer", "BEARER", "BeArEr"] {
+        assert_eq!(whoami_with(addr, [format!("{scheme} {token}")]).await.status, 200, "{scheme}");
+    }
+    let twice = whoami_with(addr, [format!("Bearer {token}"), "Bearer forged".to_owned()]).await;
+    assert_eq!(twice.status, 400, "two Authorization headers");
+    assert!(challenge(&twice).starts_with("Bearer error=\"invalid_request\", resource_metadata="), "{}", challenge(&twice));
+    assert_eq!(whoami_with(addr, [format!("Bearer {token}"), format!("Bearer {token}")]).await.status, 400, "even the same token twice");
+    for other in [format!("Basic {token}"), format!("Bearer{token}"), "Bearer".to_owned()] {
+        let reply = whoami_with(addr, [other.clone()]).await;
+        assert_eq!((reply.status, challenge(&reply).contains("error=")), (401, false), "{other}: no bearer token");
+    }
+}
+
+/// 6a. A token issued in the future, beyond the leeway, is refused.
+#[tokio::test]
+async fn a_token_issued_in_the_future_is_refused() {
+    let (issuer, key, addr) = serving_with_key("k1").await;
+    let now = jsonwebtoken::get_current_timestamp();
+    for (iat, status) in [(json!(now + 3600), 401), (json!(now + 120), 401), (json!(now + 30), 200), (json!(now as f64 - 0.5), 200), (json!("yesterday"), 401)] {
+        let mut claims = claims(&issuer.url, "user-9", "mcp");
+        claims["iat"] = iat.clone();
+        assert_eq!(whoami(addr, Some(&key.sign(&claims))).await.status, status, "iat {iat}");
+    }
+}
+
+/// 6b. The key set has a maximum age: refreshed in the background once
+/// it is ten minutes old (requests go on with it meanwhile), so a key the
+/// issuer withdraws stops working; served while refreshes fail for up to
+/// an hour after its fetch, then refused with 503 until the issuer answers.
+#[tokio::test]
+async fn the_key_set_is_refreshed_in_the_background_and_not_trusted_past_its_age() {
+    let clock = ManualClock::at(SystemClock.now());
+    let issuer = issuer().await;
+    let (withdrawn, kept) = (SigningKey::new("withdrawn"), SigningKey::new("kept"));
+    issuer.keys.lock().unwrap().extend([withdrawn.jwk(), kept.jwk()]);
+    let addr = server_on_clock(&issuer, &clock).await;
+    let (withdrawn_token, kept_token) = (withdrawn.sign(&claims(&issuer.url, "a", "mcp")), kept.sign(&claims(&issuer.url, "b", "mcp")));
+    assert_eq!(whoami(addr, Some(&withdrawn_token)).await.status, 200);
+
+    // The issuer withdraws a key; nothing changes until the set is old.
+    *issuer.keys.lock().unwrap() = vec![kept.jwk()];
+    clock.advance(599);
+    assert_eq!(whoami(addr, Some(&withdrawn_token)).await.status, 200);
+    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1);
+
+    // Old enough: the next request is answered from the set it has, and
+    // starts a refresh that it does not wait for.
+    clock.advance(2);
+    let held = issuer.hold.write().await;
+    assert_eq!(whoami(addr, Some(&withdrawn_token)).await.status, 200);
+    issuer.wait_for_fetches(2).await;
+    assert_eq!(whoami(addr, Some(&kept_token)).await.status, 200, "served while the refresh is in flight");
+    drop(held);
+    eventually(addr, &withdrawn_token, 401).await;
+    assert_eq!(whoami(addr, Some(&kept_token)).await.status, 200);
+    assert_eq!(issuer.fetches.load(Ordering::SeqCst), 2);
+
+    // The issuer fails: refreshes fail and the set is still served ...
+    issuer.failing.store(true, Ordering::SeqCst);
+    clock.advance(601);
+    assert_eq!(whoami(addr, Some(&kept_token)).await.status, 200);
+    issuer.wait_for_fetches(3).await;
+    assert_eq!(whoami(addr, Some(&kept_token)).await.status, 200, "a failed refresh keeps the set");
+    // ... until an hour after the last fetch that worked.
+    clock.advance(3000);
+    assert_eq!(whoami(addr, Some(&kept_token)).await.status, 503, "a set past its age is not trusted");
+    issuer.failing.store(false, Ordering::SeqCst);
+    assert_eq!(whoami(addr, Some(&kept_token)).await.status, 503, "within a minute of the last try the issuer is not asked");
+    clock.advance(61);
+    assert_eq!(whoami(addr, Some(&kept_token)).await.status, 200, "the issuer answers again");
 }

@@ -107,8 +107,8 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
 
     /// Verifies every MCP request's bearer token with `verifier`; the
     /// principal is the token's (`iss`, `sub`).
-    pub fn with_bearer(mut self, verifier: Arc<BearerVerifier>) -> Self {
-        self.bearer = Some(verifier);
+    pub fn with_bearer(mut self, verifier: BearerVerifier) -> Self {
+        self.bearer = Some(Arc::new(verifier));
         self
     }
 

@@ -1,0 +1,331 @@
+//! The issuer's signing keys, as this instance last fetched them.
+//!
+//! Three rules shape it:
+//! - **A key the request needs is never waited for behind a fetch.** The
+//!   set is swapped in whole once fetched; readers take a snapshot under a
+//!   lock that is never held across an await. Fetches are single-flight: a
+//!   request whose key id is unknown waits for the one fetch in flight (a
+//!   rotation's new key arrives with it), never for a second one.
+//! - **Forged key ids cannot make it hammer the issuer**: fetches are at
+//!   least [`KeyTimings::refetch_floor`] apart, failed ones included.
+//! - **A withdrawn key stops being trusted**: a set older than
+//!   [`KeyTimings::refresh_after`] is refreshed in the background while
+//!   requests go on using it; one older than [`KeyTimings::max_age`] (every
+//!   refresh since failed) is not used at all, and requests get 503 until
+//!   the issuer answers again.
+//!
+//! Each key is also held to its own constraints (RFC 8725, 3.1): a JWK that
+//! names an `alg` verifies only that algorithm, one published for `"use":
+//! "enc"`, or with `key_ops` that leave out `verify`, verifies nothing.
+
+use std::{
+    sync::{Arc, PoisonError, RwLock},
+    time::Duration,
+};
+
+use bytes::Bytes;
+use http::StatusCode;
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper_rustls::HttpsConnector;
+use hyper_util::{
+    client::legacy::{Client, connect::HttpConnector},
+    rt::TokioExecutor,
+};
+use jsonwebtoken::{
+    Algorithm, DecodingKey,
+    jwk::{Jwk, KeyAlgorithm, KeyOperations, PublicKeyUse},
+};
+use serde::Deserialize;
+
+use super::key_url::KeyUrl;
+use crate::clock::Clock;
+
+/// A document (configuration or key set) larger than this is not one.
+const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+
+/// How long the keys are kept and how often the issuer is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyTimings {
+    /// A set this old is refreshed in the background on its next use.
+    pub refresh_after: Duration,
+    /// A set this old is no longer trusted (its refreshes all failed).
+    pub max_age: Duration,
+    /// The least time between two fetches.
+    pub refetch_floor: Duration,
+    /// The bound on one fetch, the OpenID configuration and the key set
+    /// together.
+    pub fetch_timeout: Duration,
+}
+
+impl Default for KeyTimings {
+    fn default() -> Self {
+        Self {
+            refresh_after: Duration::from_secs(10 * 60),
+            max_age: Duration::from_secs(60 * 60),
+            refetch_floor: Duration::from_secs(60),
+            fetch_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Where the keys are published.
+#[derive(Debug, Clone)]
+pub enum KeySource {
+    /// A key set URL given outright (`MCP_JWT_JWKS_URL`).
+    KeySet(KeyUrl),
+    /// The issuer's OpenID configuration, whose `jwks_uri` names the set.
+    Discovery(KeyUrl),
+}
+
+/// The outcome of looking a token's key up in a set.
+enum Lookup {
+    Usable(DecodingKey),
+    /// The key is published, but not for this algorithm or use.
+    Unusable,
+    /// No such key: a rotation this instance has not seen, or a forgery.
+    Absent,
+}
+
+/// One fetched set: the keys that parsed, and when.
+struct KeySet {
+    keys: Vec<(Jwk, DecodingKey)>,
+    fetched_at: u64,
+}
+
+impl KeySet {
+    fn lookup(&self, kid: Option<&str>, alg: Algorithm) -> Lookup {
+        let found = match kid {
+            Some(kid) => self.keys.iter().find(|(jwk, _)| jwk.common.key_id.as_deref() == Some(kid)),
+            // A token without `kid` only fits an issuer with one key.
+            None if self.keys.len() == 1 => self.keys.first(),
+            None => None,
+        };
+        match found {
+            None => Lookup::Absent,
+            Some((jwk, key)) if verifies(jwk, alg) => Lookup::Usable(key.clone()),
+            Some(_) => Lookup::Unusable,
+        }
+    }
+}
+
+/// Whether `jwk`'s own parameters let it verify a signature made with
+/// `alg` (jsonwebtoken checks the key's type against the algorithm's).
+fn verifies(jwk: &Jwk, alg: Algorithm) -> bool {
+    let algorithm = match jwk.common.key_algorithm {
+        None => true,
+        Some(published) => signing_algorithm(published) == Some(alg),
+    };
+    let usage = matches!(jwk.common.public_key_use, None | Some(PublicKeyUse::Signature));
+    let operations = jwk.common.key_operations.as_ref().is_none_or(|ops| ops.contains(&KeyOperations::Verify));
+    algorithm && usage && operations
+}
+
+/// The signature algorithm a JWK's `alg` names, of those verified here.
+fn signing_algorithm(published: KeyAlgorithm) -> Option<Algorithm> {
+    match published {
+        KeyAlgorithm::RS256 => Some(Algorithm::RS256),
+        KeyAlgorithm::RS384 => Some(Algorithm::RS384),
+        KeyAlgorithm::RS512 => Some(Algorithm::RS512),
+        KeyAlgorithm::ES256 => Some(Algorithm::ES256),
+        KeyAlgorithm::PS256 => Some(Algorithm::PS256),
+        _ => None,
+    }
+}
+
+/// What readers see: the last set fetched, and when a fetch last started.
+#[derive(Default)]
+struct Cache {
+    current: Option<Arc<KeySet>>,
+    attempted_at: Option<u64>,
+}
+
+type HttpsClient = Client<HttpsConnector<HttpConnector>, Empty<Bytes>>;
+
+pub struct IssuerKeys {
+    source: KeySource,
+    timings: KeyTimings,
+    clock: Arc<dyn Clock>,
+    client: HttpsClient,
+    /// Held only long enough to copy or swap an `Arc`.
+    cache: RwLock<Cache>,
+    /// Held by the one fetch in flight.
+    flight: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// Why no key could be had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyError {
+    /// Not a key this issuer publishes for this algorithm and use.
+    Unknown,
+    /// The issuer's keys could not be fetched (or are past their age).
+    Unavailable,
+}
+
+impl IssuerKeys {
+    pub fn new(source: KeySource, timings: KeyTimings, clock: Arc<dyn Clock>) -> Result<Self, String> {
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .map_err(|e| format!("no TLS root certificates: {e}"))?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client = Client::builder(TokioExecutor::new()).build(connector);
+        Ok(Self { source, timings, clock, client, cache: RwLock::default(), flight: Arc::default() })
+    }
+
+    /// The key that verifies a token signed with `alg` under `kid`.
+    pub async fn key(self: &Arc<Self>, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, KeyError> {
+        let current = self.usable_set();
+        let seen = current.as_ref().map(|set| set.fetched_at);
+        match current.as_ref().map(|set| set.lookup(kid, alg)) {
+            Some(Lookup::Usable(key)) => {
+                self.refresh_if_due(seen);
+                return Ok(key);
+            }
+            Some(Lookup::Unusable) => return Err(KeyError::Unknown),
+            Some(Lookup::Absent) | None => {}
+        }
+        match self.refetch(seen).await.map(|set| set.lookup(kid, alg)) {
+            Some(Lookup::Usable(key)) => Ok(key),
+            Some(Lookup::Unusable | Lookup::Absent) => Err(KeyError::Unknown),
+            None => Err(KeyError::Unavailable),
+        }
+    }
+
+    /// The current set, unless it is past its maximum age.
+    fn usable_set(&self) -> Option<Arc<KeySet>> {
+        let now = self.clock.now();
+        let cache = self.cache.read().unwrap_or_else(PoisonError::into_inner);
+        cache.current.clone().filter(|set| now.saturating_sub(set.fetched_at) < self.timings.max_age.as_secs())
+    }
+
+    /// Starts a fetch unless one started within the floor; `true` if it did.
+    fn claim_attempt(&self) -> bool {
+        let now = self.clock.now();
+        let mut cache = self.cache.write().unwrap_or_else(PoisonError::into_inner);
+        // A clock that went back counts as time passed: a fetch too many
+        // beats keys that cannot be refreshed until it catches up.
+        let recent = cache.attempted_at.is_some_and(|at| at <= now && now - at < self.timings.refetch_floor.as_secs());
+        if !recent {
+            cache.attempted_at = Some(now);
+        }
+        !recent
+    }
+
+    /// Refreshes the set in the background once it is old enough, unless a
+    /// fetch is in flight or tried within the floor. The request that
+    /// noticed goes on with the set it has.
+    fn refresh_if_due(self: &Arc<Self>, fetched_at: Option<u64>) {
+        let due = fetched_at.is_none_or(|at| self.clock.now().saturating_sub(at) >= self.timings.refresh_after.as_secs());
+        if !due {
+            return;
+        }
+        let Ok(flight) = self.flight.clone().try_lock_owned() else { return };
+        if self.claim_attempt() {
+            let keys = self.clone();
+            tokio::spawn(async move {
+                keys.fetch_and_store().await;
+                drop(flight);
+            });
+        }
+    }
+
+    /// The set after a fetch for a key not in `seen` (the set the caller
+    /// looked in): the one fetch in flight's, a newer one another request
+    /// fetched meanwhile, or a fresh one unless the floor forbids.
+    async fn refetch(&self, seen: Option<u64>) -> Option<Arc<KeySet>> {
+        let _flight = self.flight.lock().await;
+        let current = self.usable_set();
+        if current.as_ref().map(|set| set.fetched_at) != seen {
+            return current;
+        }
+        if !self.claim_attempt() {
+            return current;
+        }
+        self.fetch_and_store().await;
+        self.usable_set()
+    }
+
+    async fn fetch_and_store(&self) {
+        match tokio::time::timeout(self.timings.fetch_timeout, self.fetch()).await.unwrap_or_else(|_| Err("timed out".into())) {
+            Ok(keys) => {
+                let set = Arc::new(KeySet { keys, fetched_at: self.clock.now() });
+                self.cache.write().unwrap_or_else(PoisonError::into_inner).current = Some(set);
+            }
+            Err(error) => tracing::error!(%error, "the issuer's keys could not be fetched"),
+        }
+    }
+
+    async fn fetch(&self) -> Result<Vec<(Jwk, DecodingKey)>, String> {
+        #[derive(Deserialize)]
+        struct Configuration {
+            jwks_uri: String,
+        }
+        /// Keys one at a time: one of a kind this build cannot read (a new
+        /// curve, an encryption key) does not cost the others.
+        #[derive(Deserialize)]
+        struct RawKeySet {
+            keys: Vec<serde_json::Value>,
+        }
+        let url = match &self.source {
+            KeySource::KeySet(url) => url.clone(),
+            KeySource::Discovery(configuration) => {
+                let document: Configuration = self.get_json(configuration).await?;
+                KeyUrl::parse(&document.jwks_uri).map_err(|why| format!("the OpenID configuration's jwks_uri {why}"))?
+            }
+        };
+        let set: RawKeySet = self.get_json(&url).await?;
+        let keys = set
+            .keys
+            .into_iter()
+            .filter_map(|key| serde_json::from_value::<Jwk>(key).ok())
+            .filter_map(|jwk| DecodingKey::from_jwk(&jwk).ok().map(|key| (jwk, key)))
+            .collect();
+        Ok(keys)
+    }
+
+    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &KeyUrl) -> Result<T, String> {
+        let url = url.as_str();
+        let uri: http::Uri = url.parse().map_err(|e| format!("{url}: {e}"))?;
+        let response = self.client.get(uri).await.map_err(|e| format!("{url}: {e}"))?;
+        if response.status() != StatusCode::OK {
+            return Err(format!("{url}: HTTP {}", response.status()));
+        }
+        let body = Limited::new(response.into_body(), MAX_DOCUMENT_BYTES).collect().await.map_err(|e| format!("{url}: {e}"))?.to_bytes();
+        serde_json::from_slice(&body).map_err(|e| format!("{url}: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn jwk(extra: serde_json::Value) -> Jwk {
+        // An RSA public key's shape; the numbers need not be a real key here.
+        let mut key = json!({"kty": "RSA", "kid": "k", "n": "sXchDaQebHnPiGvyDOAT4saGEUetSyo9MKLOoWFsueri23bOdgWp4Dy1WlUzewbgBHod5pcM9H95GQRV3JDXboIRROSBigeC5yjU1hGzHHyXss8UDprecbAYxknTcQkhslANGRUZmdTOQ5qTRsLAt6BTYuyvVRdhS8exSZEy_c4gs_7svlJJQ4H9_NxsiIoLwAEk7-Q3UXERGYw_75IDrGA84-lA_-Ct4eTlXHBIY2EaV7t7LjJaynVJCpkv4LKjTTAumiGUIuQhrNhZLuF_RJLqHpM2kgWFLU7-VTdL1VbC2tejvcI2BlMkEpk1BzBZI0KQB0GaDWFLN-aEAw3vRw", "e": "AQAB"});
+        key.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(key).unwrap()
+    }
+
+    #[test]
+    fn a_key_verifies_only_what_it_is_published_for() {
+        let rs256 = jwk(json!({"alg": "RS256", "use": "sig"}));
+        assert!(verifies(&rs256, Algorithm::RS256));
+        for other in [Algorithm::RS384, Algorithm::RS512, Algorithm::PS256] {
+            assert!(!verifies(&rs256, other), "{other:?} with a key published for RS256");
+        }
+        let unnamed = jwk(json!({}));
+        for any in [Algorithm::RS256, Algorithm::RS384, Algorithm::PS256] {
+            assert!(verifies(&unnamed, any), "{any:?} with a key that names no alg");
+        }
+        assert!(!verifies(&jwk(json!({"use": "enc"})), Algorithm::RS256));
+        assert!(!verifies(&jwk(json!({"alg": "RSA-OAEP"})), Algorithm::RS256));
+        assert!(!verifies(&jwk(json!({"alg": "RSA-OAEP", "use": "enc"})), Algorithm::RS256));
+        assert!(!verifies(&jwk(json!({"alg": "something-new"})), Algorithm::RS256));
+        assert!(!verifies(&jwk(json!({"key_ops": ["encrypt", "sign"]})), Algorithm::RS256));
+        assert!(verifies(&jwk(json!({"key_ops": ["verify"]})), Algorithm::RS256));
+        assert!(verifies(&jwk(json!({"use": "sig", "key_ops": ["verify"], "alg": "PS256"})), Algorithm::PS256));
+    }
+}

@@ -1,0 +1,243 @@
+//! Bearer tokens verified in the function, for `AuthMode=jwt` behind a
+//! REST API (which has no JWT authorizer; the HTTP API's authorizer does
+//! this job for the buffered transport).
+//!
+//! Why here rather than in a Lambda authorizer: the function keeps the
+//! issuer's keys for the life of the instance (one fetch per cold start,
+//! then a signature check of well under a millisecond), where an
+//! authorizer is one more invocation on every cache miss; and the 401 it
+//! writes names the protected-resource metadata and why the token failed
+//! (`error="invalid_token"`, or 403 `insufficient_scope` with the scopes),
+//! which MCP clients read to sign in again, where a gateway response can
+//! only carry one fixed header. The price: a request without a valid
+//! token still invokes the function (throttled by the stage like any).
+//!
+//! What is checked, in order: one `Authorization` header, scheme `Bearer`
+//! in any case (RFC 9110, 11.1); an asymmetric algorithm; a key the issuer
+//! publishes for that algorithm and use ([`issuer_keys`]); the signature;
+//! `iss`, `aud`, `exp` and `nbf` (with [`LEEWAY_SECONDS`]), an `iat` not in
+//! the future, a non-empty `sub`; then one of the required scopes in
+//! `scope` or `scp`, as API Gateway's JWT authorizer reads them. Where the
+//! keys may come from is [`key_url`]'s rule.
+
+pub mod issuer_keys;
+pub mod key_url;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use headers::{Authorization, HeaderMapExt, authorization::Bearer};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use jsonwebtoken::{Algorithm, Validation};
+use serde::Deserialize;
+use serde_json::json;
+
+use self::{
+    issuer_keys::{IssuerKeys, KeyError, KeySource, KeyTimings},
+    key_url::KeyUrl,
+};
+use crate::{
+    clock::{Clock, SystemClock},
+    protocol::context::Principal,
+};
+
+/// Signature algorithms accepted (asymmetric only: a shared secret would
+/// let anyone holding it mint tokens for any caller).
+const ALGORITHMS: [Algorithm; 5] = [Algorithm::RS256, Algorithm::RS384, Algorithm::RS512, Algorithm::ES256, Algorithm::PS256];
+/// Clock skew tolerated on `exp`, `nbf` and `iat`.
+pub const LEEWAY_SECONDS: u64 = 60;
+
+#[derive(Debug, Clone)]
+pub struct BearerPolicy {
+    /// `MCP_JWT_ISSUER`: the only `iss` accepted.
+    pub issuer: String,
+    /// `MCP_JWT_AUDIENCE` (comma-separated): `aud` must name one.
+    pub audiences: Vec<String>,
+    /// `MCP_JWT_SCOPES` (comma-separated): the token's `scope` or `scp`
+    /// must hold one of them; empty: no scope required.
+    pub scopes: Vec<String>,
+    /// `MCP_JWT_JWKS_URL`; unset: the issuer's OpenID configuration names it.
+    pub jwks_url: Option<String>,
+}
+
+impl BearerPolicy {
+    /// `None` unless `MCP_JWT_ISSUER` is set.
+    pub fn from_env() -> Result<Option<Self>, String> {
+        let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let list = |name: &str| var(name).map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+        let Some(issuer) = var("MCP_JWT_ISSUER") else { return Ok(None) };
+        let policy = Self { issuer, audiences: list("MCP_JWT_AUDIENCE"), scopes: list("MCP_JWT_SCOPES"), jwks_url: var("MCP_JWT_JWKS_URL") };
+        if policy.audiences.is_empty() {
+            return Err("MCP_JWT_AUDIENCE must name the audiences accepted when MCP_JWT_ISSUER is set".into());
+        }
+        policy.key_source()?;
+        Ok(Some(policy))
+    }
+
+    /// Where the keys are, each URL held to [`key_url`]'s rule.
+    fn key_source(&self) -> Result<KeySource, String> {
+        let issuer = KeyUrl::parse(&self.issuer).map_err(|why| format!("MCP_JWT_ISSUER {why}"))?;
+        match &self.jwks_url {
+            Some(url) => KeyUrl::parse(url).map(KeySource::KeySet).map_err(|why| format!("MCP_JWT_JWKS_URL {why}")),
+            None => {
+                // OpenID Connect Discovery 1.0, 4: the issuer, less a
+                // trailing slash, then the well-known path.
+                let configuration = format!("{}/.well-known/openid-configuration", issuer.as_str().trim_end_matches('/'));
+                KeyUrl::parse(&configuration).map(KeySource::Discovery).map_err(|why| format!("MCP_JWT_ISSUER {why}"))
+            }
+        }
+    }
+}
+
+/// Why a request is refused, and the status and `WWW-Authenticate` error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// No bearer token: 401 without an error code (RFC 6750, 3.1).
+    Missing,
+    /// More than one `Authorization` header: 400 `invalid_request`
+    /// (RFC 6750, 3.1: more than one method for including a token).
+    Malformed,
+    /// Malformed, expired, wrongly signed, or for another issuer or audience.
+    Invalid,
+    /// Valid, but without a required scope: 403.
+    InsufficientScope,
+    /// The issuer's keys could not be fetched: 503, nothing verified.
+    KeysUnavailable,
+}
+
+/// Scopes as issuers write them: one space-separated string (RFC 8693,
+/// 4.2), or a list (`scp` from Entra ID, Okta and others).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Scopes {
+    Text(String),
+    List(Vec<String>),
+}
+
+impl Scopes {
+    fn iter(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        match self {
+            Scopes::Text(text) => Box::new(text.split_whitespace()),
+            Scopes::List(list) => Box::new(list.iter().map(String::as_str)),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    iss: String,
+    sub: String,
+    /// NumericDate (RFC 7519, 2): seconds, possibly with a fraction.
+    #[serde(default)]
+    iat: Option<f64>,
+    #[serde(default)]
+    scope: Option<Scopes>,
+    #[serde(default)]
+    scp: Option<Scopes>,
+}
+
+pub struct BearerVerifier {
+    policy: BearerPolicy,
+    keys: Arc<IssuerKeys>,
+}
+
+impl BearerVerifier {
+    pub fn new(policy: BearerPolicy) -> Result<Self, String> {
+        Self::with_keys(policy, KeyTimings::default(), Arc::new(SystemClock))
+    }
+
+    /// With the key set's lifetimes timed by `clock` (tests move it).
+    pub fn with_keys(policy: BearerPolicy, timings: KeyTimings, clock: Arc<dyn Clock>) -> Result<Self, String> {
+        let keys = IssuerKeys::new(policy.key_source()?, timings, clock)?;
+        Ok(Self { policy, keys: Arc::new(keys) })
+    }
+
+    pub fn policy(&self) -> &BearerPolicy {
+        &self.policy
+    }
+
+    /// The caller the request's `Authorization: Bearer` token names.
+    pub async fn verify(&self, headers: &HeaderMap) -> Result<Principal, Refusal> {
+        let authorization = bearer(headers)?;
+        let token = authorization.token();
+        let header = jsonwebtoken::decode_header(token).map_err(|_| Refusal::Invalid)?;
+        if !ALGORITHMS.contains(&header.alg) {
+            return Err(Refusal::Invalid);
+        }
+        let key = self.keys.key(header.kid.as_deref(), header.alg).await.map_err(|error| match error {
+            KeyError::Unknown => Refusal::Invalid,
+            KeyError::Unavailable => Refusal::KeysUnavailable,
+        })?;
+        let mut validation = Validation::new(header.alg);
+        validation.set_issuer(&[&self.policy.issuer]);
+        validation.set_audience(&self.policy.audiences);
+        validation.set_required_spec_claims(&["exp", "iss", "sub", "aud"]);
+        validation.leeway = LEEWAY_SECONDS;
+        validation.validate_nbf = true;
+        let claims = jsonwebtoken::decode::<Claims>(token, &key, &validation).map_err(|_| Refusal::Invalid)?.claims;
+        if claims.iss.trim().is_empty() || claims.sub.trim().is_empty() {
+            return Err(Refusal::Invalid);
+        }
+        // jsonwebtoken does not read `iat`: a token issued in the future
+        // comes from a clock or an issuer that is not to be trusted.
+        let latest = (jsonwebtoken::get_current_timestamp() + LEEWAY_SECONDS) as f64;
+        if claims.iat.is_some_and(|issued| issued > latest) {
+            return Err(Refusal::Invalid);
+        }
+        if !self.policy.scopes.is_empty() {
+            let mut granted = claims.scope.iter().chain(claims.scp.iter()).flat_map(Scopes::iter);
+            if !granted.any(|scope| self.policy.scopes.iter().any(|wanted| wanted == scope)) {
+                return Err(Refusal::InsufficientScope);
+            }
+        }
+        Ok(Principal::Verified { issuer: claims.iss, subject: claims.sub })
+    }
+}
+
+/// The one `Authorization: Bearer` header; any other scheme is no token.
+fn bearer(headers: &HeaderMap) -> Result<Authorization<Bearer>, Refusal> {
+    if headers.get_all(header::AUTHORIZATION).iter().nth(1).is_some() {
+        return Err(Refusal::Malformed);
+    }
+    match headers.typed_try_get::<Authorization<Bearer>>() {
+        Ok(Some(authorization)) if !authorization.token().is_empty() => Ok(authorization),
+        _ => Err(Refusal::Missing),
+    }
+}
+
+impl Refusal {
+    /// The response, naming where the protected-resource metadata is.
+    pub fn into_response(self, metadata_url: &str, scopes: &[String]) -> http::Response<Bytes> {
+        let (status, challenge, message) = match self {
+            Refusal::Missing => (StatusCode::UNAUTHORIZED, format!("Bearer resource_metadata=\"{metadata_url}\""), "Unauthorized: a bearer token is required"),
+            Refusal::Malformed => (
+                StatusCode::BAD_REQUEST,
+                format!("Bearer error=\"invalid_request\", resource_metadata=\"{metadata_url}\""),
+                "Bad Request: send one Authorization header",
+            ),
+            Refusal::Invalid => (
+                StatusCode::UNAUTHORIZED,
+                format!("Bearer error=\"invalid_token\", resource_metadata=\"{metadata_url}\""),
+                "Unauthorized: the bearer token is not valid here",
+            ),
+            Refusal::InsufficientScope => (
+                StatusCode::FORBIDDEN,
+                format!("Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{metadata_url}\"", scopes.join(" ")),
+                "Forbidden: the bearer token lacks the scope this server needs",
+            ),
+            Refusal::KeysUnavailable => {
+                let mut response = http::Response::new(Bytes::from(json!({"message": "Service Unavailable: the token issuer's keys could not be fetched"}).to_string()));
+                *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                return response;
+            }
+        };
+        let mut response = http::Response::new(Bytes::from(json!({"message": message}).to_string()));
+        *response.status_mut() = status;
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
+    }
+}
