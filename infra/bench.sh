@@ -87,6 +87,7 @@ bash infra/start-emulators.sh
   bash infra/bootstrap.sh >/dev/null
   cargo bench --locked -p e2e --bench first_aws_request 2>"$STATE_DIR/bench-build.log" | grep -v '^$'
   cargo bench --locked -p e2e --bench request_state 2>>"$STATE_DIR/bench-build.log" | grep -v '^$'
+  cargo bench --locked -p e2e --bench bearer 2>>"$STATE_DIR/bench-build.log" | grep -v '^$'
 )
 
 # Task latency (debug build of the conformance fixtures): tools/call to

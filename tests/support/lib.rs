@@ -4,6 +4,7 @@
 pub mod emulator;
 pub mod fault_proxy;
 pub mod fixture_server;
+pub mod issuer;
 pub mod streams;
 pub mod tasks;
 
