@@ -60,6 +60,7 @@ async fn main() {
     let es256_ns = median_ns(&verified, Some(&es256_header)).await;
     let rs256_ns = median_ns(&verified, Some(&rs256_header)).await;
     let fetches = issuer.fetches.load(Ordering::SeqCst);
+    assert_eq!(fetches, 1, "one key fetch for all of them");
 
     println!("bearer bench: {REQUESTS} tools/call requests through the edge, warm, medians");
     println!("  no verifier:          {:.1} us per request", plain_ns / 1000.0);

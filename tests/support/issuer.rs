@@ -132,7 +132,11 @@ pub async fn issuer() -> Issuer {
                     let (base, jwks_uri, keys, fetches, hold, failing) = (base.clone(), jwks_uri.clone(), keys.clone(), fetches.clone(), hold.clone(), failing.clone());
                     async move {
                         let body = match request.uri().path() {
-                            "/.well-known/openid-configuration" => json!({"issuer": base, "jwks_uri": *jwks_uri.lock().unwrap()}),
+                            // Under any path: a configured issuer with a path
+                            // finds this document, which names `base`.
+                            path if path.ends_with("/.well-known/openid-configuration") => {
+                                json!({"issuer": base, "jwks_uri": *jwks_uri.lock().unwrap()})
+                            }
                             _ => {
                                 fetches.fetch_add(1, Ordering::SeqCst);
                                 let _held = hold.read().await;

@@ -11,14 +11,23 @@
 //! - **A withdrawn key stops being trusted**: a set older than
 //!   [`KeyTimings::refresh_after`] is refreshed in the background while
 //!   requests go on using it; one older than [`KeyTimings::max_age`] (every
-//!   refresh since failed) is not used at all, and requests get 503 until
-//!   the issuer answers again.
+//!   refresh since failed, or none could finish) is not used at all: the
+//!   next request fetches it again, and requests get 503 until the issuer
+//!   answers.
+//!
+//! Fetches run as tasks of their own, holding the flight: a request that
+//! gives up waiting (its client went away) does not abandon the fetch that
+//! others wait for. On Lambda a task runs only while the instance serves a
+//! request (it is frozen in between), so on an instance that idles for
+//! minutes a background refresh may be cut off; one whose time ran out
+//! across such a freeze does not count against the floor.
 //!
 //! Each key is also held to its own constraints (RFC 8725, 3.1): a JWK that
 //! names an `alg` verifies only that algorithm, one published for `"use":
 //! "enc"`, or with `key_ops` that leave out `verify`, verifies nothing.
 
 use std::{
+    str::FromStr,
     sync::{Arc, PoisonError, RwLock},
     time::Duration,
 };
@@ -36,6 +45,7 @@ use jsonwebtoken::{
     jwk::{Jwk, KeyAlgorithm, KeyOperations, PublicKeyUse},
 };
 use serde::Deserialize;
+use tokio::sync::OwnedMutexGuard;
 
 use super::key_url::KeyUrl;
 use crate::clock::Clock;
@@ -73,8 +83,10 @@ impl Default for KeyTimings {
 pub enum KeySource {
     /// A key set URL given outright (`MCP_JWT_JWKS_URL`).
     KeySet(KeyUrl),
-    /// The issuer's OpenID configuration, whose `jwks_uri` names the set.
-    Discovery(KeyUrl),
+    /// The issuer's OpenID configuration (at this URL), whose `jwks_uri`
+    /// names the set; `issuer` is the configured issuer, which the
+    /// document must name as its own.
+    Discovery { configuration: KeyUrl, issuer: String },
 }
 
 /// The outcome of looking a token's key up in a set.
@@ -93,17 +105,21 @@ struct KeySet {
 }
 
 impl KeySet {
+    /// A `kid` may name several keys (RFC 7517, 4.5: a signing and an
+    /// encryption key, say): the one that verifies `alg` is taken.
     fn lookup(&self, kid: Option<&str>, alg: Algorithm) -> Lookup {
-        let found = match kid {
-            Some(kid) => self.keys.iter().find(|(jwk, _)| jwk.common.key_id.as_deref() == Some(kid)),
-            // A token without `kid` only fits an issuer with one key.
-            None if self.keys.len() == 1 => self.keys.first(),
-            None => None,
-        };
-        match found {
-            None => Lookup::Absent,
-            Some((jwk, key)) if verifies(jwk, alg) => Lookup::Usable(key.clone()),
-            Some(_) => Lookup::Unusable,
+        let mut named = self.keys.iter().filter(|(jwk, _)| kid.is_none() || jwk.common.key_id.as_deref() == kid).peekable();
+        if named.peek().is_none() {
+            return Lookup::Absent;
+        }
+        let mut fitting = named.filter(|(jwk, _)| verifies(jwk, alg));
+        match (kid, fitting.next(), fitting.next()) {
+            (_, None, _) => Lookup::Unusable,
+            (Some(_), Some((_, key)), _) => Lookup::Usable(key.clone()),
+            // A token without `kid` only fits an issuer with one key that
+            // could have signed it.
+            (None, Some((_, key)), None) => Lookup::Usable(key.clone()),
+            (None, Some(_), Some(_)) => Lookup::Unusable,
         }
     }
 }
@@ -120,16 +136,10 @@ fn verifies(jwk: &Jwk, alg: Algorithm) -> bool {
     algorithm && usage && operations
 }
 
-/// The signature algorithm a JWK's `alg` names, of those verified here.
+/// The signature algorithm a JWK's `alg` names; `None` for encryption
+/// algorithms (`RSA-OAEP`) and names this build does not know.
 fn signing_algorithm(published: KeyAlgorithm) -> Option<Algorithm> {
-    match published {
-        KeyAlgorithm::RS256 => Some(Algorithm::RS256),
-        KeyAlgorithm::RS384 => Some(Algorithm::RS384),
-        KeyAlgorithm::RS512 => Some(Algorithm::RS512),
-        KeyAlgorithm::ES256 => Some(Algorithm::ES256),
-        KeyAlgorithm::PS256 => Some(Algorithm::PS256),
-        _ => None,
-    }
+    Algorithm::from_str(&published.to_string()).ok()
 }
 
 /// What readers see: the last set fetched, and when a fetch last started.
@@ -176,16 +186,15 @@ impl IssuerKeys {
     /// The key that verifies a token signed with `alg` under `kid`.
     pub async fn key(self: &Arc<Self>, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, KeyError> {
         let current = self.usable_set();
-        let seen = current.as_ref().map(|set| set.fetched_at);
         match current.as_ref().map(|set| set.lookup(kid, alg)) {
             Some(Lookup::Usable(key)) => {
-                self.refresh_if_due(seen);
+                self.refresh_if_due(current.as_ref().map(|set| set.fetched_at));
                 return Ok(key);
             }
             Some(Lookup::Unusable) => return Err(KeyError::Unknown),
             Some(Lookup::Absent) | None => {}
         }
-        match self.refetch(seen).await.map(|set| set.lookup(kid, alg)) {
+        match self.refetch(current).await.map(|set| set.lookup(kid, alg)) {
             Some(Lookup::Usable(key)) => Ok(key),
             Some(Lookup::Unusable | Lookup::Absent) => Err(KeyError::Unknown),
             None => Err(KeyError::Unavailable),
@@ -222,43 +231,65 @@ impl IssuerKeys {
         }
         let Ok(flight) = self.flight.clone().try_lock_owned() else { return };
         if self.claim_attempt() {
-            let keys = self.clone();
-            tokio::spawn(async move {
-                keys.fetch_and_store().await;
-                drop(flight);
-            });
+            drop(self.start_fetch(flight));
         }
     }
 
     /// The set after a fetch for a key not in `seen` (the set the caller
     /// looked in): the one fetch in flight's, a newer one another request
     /// fetched meanwhile, or a fresh one unless the floor forbids.
-    async fn refetch(&self, seen: Option<u64>) -> Option<Arc<KeySet>> {
-        let _flight = self.flight.lock().await;
+    async fn refetch(self: &Arc<Self>, seen: Option<Arc<KeySet>>) -> Option<Arc<KeySet>> {
+        let flight = self.flight.clone().lock_owned().await;
         let current = self.usable_set();
-        if current.as_ref().map(|set| set.fetched_at) != seen {
+        let same = match (&current, &seen) {
+            (Some(current), Some(seen)) => Arc::ptr_eq(current, seen),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same || !self.claim_attempt() {
             return current;
         }
-        if !self.claim_attempt() {
-            return current;
-        }
-        self.fetch_and_store().await;
+        // Joined, not run inline: see the module's comment.
+        let _ = self.start_fetch(flight).await;
         self.usable_set()
     }
 
+    /// Fetches and stores the set in a task of its own, which holds the
+    /// flight until it is done.
+    fn start_fetch(self: &Arc<Self>, flight: OwnedMutexGuard<()>) -> tokio::task::JoinHandle<()> {
+        let keys = self.clone();
+        tokio::spawn(async move {
+            keys.fetch_and_store().await;
+            drop(flight);
+        })
+    }
+
     async fn fetch_and_store(&self) {
-        match tokio::time::timeout(self.timings.fetch_timeout, self.fetch()).await.unwrap_or_else(|_| Err("timed out".into())) {
+        let started = self.clock.now();
+        let fetched = tokio::time::timeout(self.timings.fetch_timeout, self.fetch()).await.unwrap_or_else(|_| Err("timed out".into()));
+        match fetched {
             Ok(keys) => {
                 let set = Arc::new(KeySet { keys, fetched_at: self.clock.now() });
                 self.cache.write().unwrap_or_else(PoisonError::into_inner).current = Some(set);
             }
-            Err(error) => tracing::error!(%error, "the issuer's keys could not be fetched"),
+            Err(error) => {
+                // Far longer than the fetch's bound by the wall clock: the
+                // instance was frozen mid-fetch (Lambda, between requests),
+                // which says nothing of the issuer, so the next request may
+                // try again at once.
+                let frozen = self.clock.now().saturating_sub(started) > 2 * self.timings.fetch_timeout.as_secs().max(1);
+                if frozen {
+                    self.cache.write().unwrap_or_else(PoisonError::into_inner).attempted_at = None;
+                }
+                tracing::error!(%error, frozen, "the issuer's keys could not be fetched");
+            }
         }
     }
 
     async fn fetch(&self) -> Result<Vec<(Jwk, DecodingKey)>, String> {
         #[derive(Deserialize)]
         struct Configuration {
+            issuer: String,
             jwks_uri: String,
         }
         /// Keys one at a time: one of a kind this build cannot read (a new
@@ -269,18 +300,32 @@ impl IssuerKeys {
         }
         let url = match &self.source {
             KeySource::KeySet(url) => url.clone(),
-            KeySource::Discovery(configuration) => {
+            KeySource::Discovery { configuration, issuer } => {
                 let document: Configuration = self.get_json(configuration).await?;
-                KeyUrl::parse(&document.jwks_uri).map_err(|why| format!("the OpenID configuration's jwks_uri {why}"))?
+                // OpenID Connect Discovery 1.0, 4.3: the document is the
+                // issuer's only if it names the issuer it was fetched for.
+                if document.issuer != *issuer {
+                    return Err(format!("the OpenID configuration names the issuer {:?}, not {issuer:?}", document.issuer));
+                }
+                KeyUrl::parse_beside(&document.jwks_uri, configuration).map_err(|why| format!("the OpenID configuration's jwks_uri {why}"))?
             }
         };
         let set: RawKeySet = self.get_json(&url).await?;
-        let keys = set
+        let published = set.keys.len();
+        let keys: Vec<_> = set
             .keys
             .into_iter()
             .filter_map(|key| serde_json::from_value::<Jwk>(key).ok())
             .filter_map(|jwk| DecodingKey::from_jwk(&jwk).ok().map(|key| (jwk, key)))
             .collect();
+        if keys.len() < published {
+            tracing::warn!(published, read = keys.len(), "skipped keys of the issuer's set that this build cannot read");
+        }
+        // An empty answer is an outage, not a withdrawal of every key: the
+        // set in hand is kept.
+        if keys.is_empty() {
+            return Err(format!("{}: no key this build can read", url.as_str()));
+        }
         Ok(keys)
     }
 

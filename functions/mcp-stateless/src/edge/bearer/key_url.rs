@@ -35,6 +35,19 @@ impl KeyUrl {
         }
     }
 
+    /// `text`, named by a document fetched from `origin`: held to the same
+    /// rule, and plain http only if `origin` was plain http too. A document
+    /// fetched over https must not send the fetch to a loopback port in
+    /// clear: on Lambda, `127.0.0.1:9001` is the Runtime API, where a GET
+    /// takes the next invocation, other callers' tokens included.
+    pub fn parse_beside(text: &str, origin: &KeyUrl) -> Result<Self, String> {
+        let url = Self::parse(text)?;
+        if url.0.scheme() == "http" && origin.0.scheme() != "http" {
+            return Err("must be https: it was named by a document fetched over https".into());
+        }
+        Ok(url)
+    }
+
     /// The URL to request, as parsed and checked.
     pub fn as_str(&self) -> &str {
         self.0.as_str()
@@ -42,9 +55,10 @@ impl KeyUrl {
 }
 
 /// The parser has already decoded percent-escapes, lower-cased the name and
-/// read numeric forms (`127.1`, `0x7f.0.0.1`) as addresses. A name other
-/// than `localhost` itself (`localhost.`, `localhost.evil.example`) is
-/// resolved by DNS, which this machine does not control.
+/// read numeric forms (`127.1`, `0x7f.0.0.1`) as addresses. `localhost`
+/// itself is loopback by RFC 6761 (and `/etc/hosts` on Lambda and here);
+/// any other name (`localhost.`, `localhost.evil.example`) is whatever
+/// DNS says, which this machine does not control.
 fn is_loopback(host: &Host<&str>) -> bool {
     match host {
         Host::Domain(name) => *name == "localhost",
@@ -113,6 +127,17 @@ mod tests {
         ] {
             assert!(KeyUrl::parse(text).is_err(), "{text} was accepted");
         }
+    }
+
+    #[test]
+    fn a_document_fetched_over_https_names_only_https_urls() {
+        let https = KeyUrl::parse("https://issuer.example.com/.well-known/openid-configuration").unwrap();
+        let loopback = KeyUrl::parse("http://127.0.0.1:8080/.well-known/openid-configuration").unwrap();
+        assert!(KeyUrl::parse_beside("http://127.0.0.1:9001/2018-06-01/runtime/invocation/next", &https).is_err());
+        assert!(KeyUrl::parse_beside("http://localhost/jwks.json", &https).is_err());
+        assert!(KeyUrl::parse_beside("https://keys.example.com/jwks.json", &https).is_ok());
+        assert!(KeyUrl::parse_beside("http://127.0.0.1:8080/jwks.json", &loopback).is_ok());
+        assert!(KeyUrl::parse_beside("http://evil.example/jwks.json", &loopback).is_err());
     }
 
     #[test]

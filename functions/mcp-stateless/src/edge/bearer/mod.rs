@@ -3,7 +3,8 @@
 //! this job for the buffered transport).
 //!
 //! Why here rather than in a Lambda authorizer: the function keeps the
-//! issuer's keys for the life of the instance (one fetch per cold start,
+//! issuer's keys for the life of the instance (fetched on its first
+//! verified request, refreshed every ten minutes of use; each request is
 //! then a signature check of well under a millisecond), where an
 //! authorizer is one more invocation on every cache miss; and the 401 it
 //! writes names the protected-resource metadata and why the token failed
@@ -83,7 +84,8 @@ impl BearerPolicy {
                 // OpenID Connect Discovery 1.0, 4: the issuer, less a
                 // trailing slash, then the well-known path.
                 let configuration = format!("{}/.well-known/openid-configuration", issuer.as_str().trim_end_matches('/'));
-                KeyUrl::parse(&configuration).map(KeySource::Discovery).map_err(|why| format!("MCP_JWT_ISSUER {why}"))
+                let configuration = KeyUrl::parse(&configuration).map_err(|why| format!("MCP_JWT_ISSUER {why}"))?;
+                Ok(KeySource::Discovery { configuration, issuer: self.issuer.clone() })
             }
         }
     }
@@ -96,7 +98,7 @@ pub enum Refusal {
     Missing,
     /// More than one `Authorization` header: 400 `invalid_request`
     /// (RFC 6750, 3.1: more than one method for including a token).
-    Malformed,
+    DuplicateAuthorization,
     /// Malformed, expired, wrongly signed, or for another issuer or audience.
     Invalid,
     /// Valid, but without a required scope: 403.
@@ -105,21 +107,15 @@ pub enum Refusal {
     KeysUnavailable,
 }
 
-/// Scopes as issuers write them: one space-separated string (RFC 8693,
-/// 4.2), or a list (`scp` from Entra ID, Okta and others).
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Scopes {
-    Text(String),
-    List(Vec<String>),
-}
-
-impl Scopes {
-    fn iter(&self) -> Box<dyn Iterator<Item = &str> + '_> {
-        match self {
-            Scopes::Text(text) => Box::new(text.split_whitespace()),
-            Scopes::List(list) => Box::new(list.iter().map(String::as_str)),
-        }
+/// The scopes a `scope` or `scp` claim grants, as issuers write them: one
+/// space-separated string (RFC 8693, 4.2), or a list (`scp` from Entra ID,
+/// Okta and others). Anything else grants none: a malformed claim costs
+/// the token its scopes, not its validity where none are required.
+fn scopes(claim: &serde_json::Value) -> Vec<&str> {
+    match claim {
+        serde_json::Value::String(text) => text.split_whitespace().collect(),
+        serde_json::Value::Array(list) => list.iter().filter_map(serde_json::Value::as_str).collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -131,9 +127,9 @@ struct Claims {
     #[serde(default)]
     iat: Option<f64>,
     #[serde(default)]
-    scope: Option<Scopes>,
+    scope: serde_json::Value,
     #[serde(default)]
-    scp: Option<Scopes>,
+    scp: serde_json::Value,
 }
 
 pub struct BearerVerifier {
@@ -175,7 +171,8 @@ impl BearerVerifier {
         validation.leeway = LEEWAY_SECONDS;
         validation.validate_nbf = true;
         let claims = jsonwebtoken::decode::<Claims>(token, &key, &validation).map_err(|_| Refusal::Invalid)?.claims;
-        if claims.iss.trim().is_empty() || claims.sub.trim().is_empty() {
+        // `iss` is the configured issuer already.
+        if claims.sub.trim().is_empty() {
             return Err(Refusal::Invalid);
         }
         // jsonwebtoken does not read `iat`: a token issued in the future
@@ -185,7 +182,7 @@ impl BearerVerifier {
             return Err(Refusal::Invalid);
         }
         if !self.policy.scopes.is_empty() {
-            let mut granted = claims.scope.iter().chain(claims.scp.iter()).flat_map(Scopes::iter);
+            let mut granted = scopes(&claims.scope).into_iter().chain(scopes(&claims.scp));
             if !granted.any(|scope| self.policy.scopes.iter().any(|wanted| wanted == scope)) {
                 return Err(Refusal::InsufficientScope);
             }
@@ -197,7 +194,7 @@ impl BearerVerifier {
 /// The one `Authorization: Bearer` header; any other scheme is no token.
 fn bearer(headers: &HeaderMap) -> Result<Authorization<Bearer>, Refusal> {
     if headers.get_all(header::AUTHORIZATION).iter().nth(1).is_some() {
-        return Err(Refusal::Malformed);
+        return Err(Refusal::DuplicateAuthorization);
     }
     match headers.typed_try_get::<Authorization<Bearer>>() {
         Ok(Some(authorization)) if !authorization.token().is_empty() => Ok(authorization),
@@ -210,7 +207,7 @@ impl Refusal {
     pub fn into_response(self, metadata_url: &str, scopes: &[String]) -> http::Response<Bytes> {
         let (status, challenge, message) = match self {
             Refusal::Missing => (StatusCode::UNAUTHORIZED, format!("Bearer resource_metadata=\"{metadata_url}\""), "Unauthorized: a bearer token is required"),
-            Refusal::Malformed => (
+            Refusal::DuplicateAuthorization => (
                 StatusCode::BAD_REQUEST,
                 format!("Bearer error=\"invalid_request\", resource_metadata=\"{metadata_url}\""),
                 "Bad Request: send one Authorization header",
