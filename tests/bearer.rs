@@ -37,11 +37,19 @@ async fn server(issuer: &Issuer) -> SocketAddr {
     serve(issuer, BearerVerifier::new(policy(issuer)).unwrap()).await
 }
 
-/// A server whose key set ages by `clock`, with the default timings but
-/// a fetch bound no loaded machine reaches.
-async fn server_on_clock(issuer: &Issuer, clock: &ManualClock) -> SocketAddr {
-    let timings = KeyTimings { fetch_timeout: Duration::from_secs(60), ..KeyTimings::default() };
-    serve(issuer, BearerVerifier::with_keys(policy(issuer), timings, Arc::new(clock.clone())).unwrap()).await
+/// A fetch bound that no loaded machine reaches.
+fn patient() -> KeyTimings {
+    KeyTimings { fetch_timeout: Duration::from_secs(60), ..KeyTimings::default() }
+}
+
+/// An issuer publishing `keys`, and a server trusting it whose key set
+/// ages by the clock returned (which the test moves).
+async fn serving_on_clock(timings: KeyTimings, keys: &[&SigningKey]) -> (Issuer, ManualClock, SocketAddr) {
+    let clock = ManualClock::at(SystemClock.now());
+    let issuer = issuer().await;
+    issuer.keys.lock().unwrap().extend(keys.iter().map(|key| key.jwk()));
+    let addr = serve(&issuer, BearerVerifier::with_keys(policy(&issuer), timings, Arc::new(clock.clone())).unwrap()).await;
+    (issuer, clock, addr)
 }
 
 async fn serve(issuer: &Issuer, verifier: BearerVerifier) -> SocketAddr {
@@ -193,11 +201,8 @@ async fn a_key_url_that_only_looks_like_loopback_is_refused_at_start_and_in_disc
 /// is cached, and a rotation's new key arrives with the fetch in flight.
 #[tokio::test]
 async fn a_slow_key_fetch_holds_up_no_request_whose_key_is_cached() {
-    let clock = ManualClock::at(SystemClock.now());
-    let issuer = issuer().await;
     let old = SigningKey::new("old");
-    issuer.keys.lock().unwrap().push(old.jwk());
-    let addr = server_on_clock(&issuer, &clock).await;
+    let (issuer, clock, addr) = serving_on_clock(patient(), &[&old]).await;
     let old_token = old.sign(&claims(&issuer.url, "a", "mcp"));
     assert_eq!(whoami(addr, Some(&old_token)).await.status, 200);
 
@@ -317,11 +322,8 @@ async fn a_token_issued_in_the_future_is_refused() {
 /// an hour after its fetch, then refused with 503 until the issuer answers.
 #[tokio::test]
 async fn the_key_set_is_refreshed_in_the_background_and_not_trusted_past_its_age() {
-    let clock = ManualClock::at(SystemClock.now());
-    let issuer = issuer().await;
     let (withdrawn, kept) = (SigningKey::new("withdrawn"), SigningKey::new("kept"));
-    issuer.keys.lock().unwrap().extend([withdrawn.jwk(), kept.jwk()]);
-    let addr = server_on_clock(&issuer, &clock).await;
+    let (issuer, clock, addr) = serving_on_clock(patient(), &[&withdrawn, &kept]).await;
     let (withdrawn_token, kept_token) = (withdrawn.sign(&claims(&issuer.url, "a", "mcp")), kept.sign(&claims(&issuer.url, "b", "mcp")));
     assert_eq!(whoami(addr, Some(&withdrawn_token)).await.status, 200);
 
@@ -377,13 +379,9 @@ async fn the_key_set_is_refreshed_in_the_background_and_not_trusted_past_its_age
 /// back by the floor, since it says nothing of the issuer.
 #[tokio::test]
 async fn a_refresh_cut_off_by_a_freeze_does_not_count_against_the_floor() {
-    let clock = ManualClock::at(SystemClock.now());
-    let issuer = issuer().await;
     let key = SigningKey::new("k1");
-    issuer.keys.lock().unwrap().push(key.jwk());
     // The default bound: this test waits it out once.
-    let verifier = BearerVerifier::with_keys(policy(&issuer), KeyTimings::default(), Arc::new(clock.clone())).unwrap();
-    let addr = serve(&issuer, verifier).await;
+    let (issuer, clock, addr) = serving_on_clock(KeyTimings::default(), &[&key]).await;
     let token = key.sign(&claims(&issuer.url, "a", "mcp"));
     assert_eq!(whoami(addr, Some(&token)).await.status, 200);
 
