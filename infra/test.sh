@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs the tools, starts the
-# emulator, creates the table and key from template.yaml, runs every Rust
+# emulator, creates the table and key from template.yaml, checks formatting
+# and lints (infra/lint.sh: cargo fmt, clippy -D warnings), runs every Rust
 # test (unit, HTTP, Lambda events, KMS and DynamoDB through the emulator),
 # checks the template (sam validate --lint, cfn-lint, the translated-template
 # test) and the workflows (actionlint), proves a fork can rename the
@@ -36,6 +37,9 @@ trap cleanup EXIT
 # A clean emulator for the run.
 curl -fsS -X POST "http://$MOTO_HOST:$MOTO_PORT/moto-api/reset" >/dev/null
 bash infra/bootstrap.sh
+
+say "gate: formatting and lints (infra/lint.sh)"
+bash infra/lint.sh
 
 say "cargo test (unit, HTTP, Lambda events, emulator-backed)"
 (

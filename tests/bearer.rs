@@ -119,7 +119,12 @@ async fn a_valid_token_names_the_caller_and_anything_else_is_refused_with_a_chal
     let mut other_audience = claims(&issuer.url, "user-9", "mcp");
     other_audience["aud"] = json!("someone-else");
     let forged = SigningKey::new("k1");
-    let hs256 = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims(&issuer.url, "user-9", "mcp"), &EncodingKey::from_secret(b"shared").unwrap()).unwrap();
+    let hs256 = jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &claims(&issuer.url, "user-9", "mcp"),
+        &EncodingKey::from_secret(b"shared").unwrap(),
+    )
+    .unwrap();
     for (why, token) in [
         ("expired", key.sign(&expired)),
         ("another audience", key.sign(&other_audience)),
@@ -180,7 +185,8 @@ async fn a_key_url_that_only_looks_like_loopback_is_refused_at_start_and_in_disc
     let configured = BearerPolicy { jwks_url: Some(disguised.clone()), ..policy(&issuer) };
     let refused = BearerVerifier::new(configured).err().expect("a disguised MCP_JWT_JWKS_URL stops the start");
     assert!(refused.starts_with("MCP_JWT_JWKS_URL") && refused.contains("user name or password"), "{refused}");
-    let issuer_refused = BearerVerifier::new(BearerPolicy { issuer: format!("http://127.0.0.1:1@localhost:{port}"), ..policy(&issuer) }).err();
+    let issuer_refused =
+        BearerVerifier::new(BearerPolicy { issuer: format!("http://127.0.0.1:1@localhost:{port}"), ..policy(&issuer) }).err();
     assert!(issuer_refused.is_some_and(|why| why.starts_with("MCP_JWT_ISSUER")));
 
     // Nor from a document that is another issuer's (OpenID Connect
@@ -242,14 +248,24 @@ async fn scopes_count_from_scope_or_scp_as_a_string_or_a_list() {
         claims.as_object_mut().unwrap().extend(scopes.as_object().unwrap().clone());
         key.sign(&claims)
     };
-    for granted in [json!({"scp": "mcp"}), json!({"scp": "openid mcp"}), json!({"scp": ["openid", "mcp"]}), json!({"scope": ["mcp"]}), json!({"scope": "openid", "scp": ["mcp"]})] {
+    for granted in [
+        json!({"scp": "mcp"}),
+        json!({"scp": "openid mcp"}),
+        json!({"scp": ["openid", "mcp"]}),
+        json!({"scope": ["mcp"]}),
+        json!({"scope": "openid", "scp": ["mcp"]}),
+    ] {
         assert_eq!(whoami(addr, Some(&with(granted.clone()))).await.status, 200, "{granted}");
     }
     for lacking in [json!({"scp": ["openid"]}), json!({"scp": "mcp:read"}), json!({"scp": ["openid mcp"]}), json!({"scp": []}), json!({})] {
         assert_eq!(whoami(addr, Some(&with(lacking.clone()))).await.status, 403, "{lacking}");
     }
     assert_eq!(whoami(addr, Some(&with(json!({"scp": ["mcp", 7]})))).await.status, 200, "the strings of a mixed list count");
-    assert_eq!(whoami(addr, Some(&with(json!({"scp": 7, "scope": {"mcp": true}})))).await.status, 403, "a claim that is no string nor list grants nothing");
+    assert_eq!(
+        whoami(addr, Some(&with(json!({"scp": 7, "scope": {"mcp": true}})))).await.status,
+        403,
+        "a claim that is no string nor list grants nothing"
+    );
 }
 
 /// 4. A key verifies only the algorithm its JWK names, and nothing if it
@@ -309,7 +325,13 @@ async fn one_authorization_header_whose_scheme_is_read_in_any_case() {
 async fn a_token_issued_in_the_future_is_refused() {
     let (issuer, key, addr) = serving_with_key("k1").await;
     let now = jsonwebtoken::get_current_timestamp();
-    for (iat, status) in [(json!(now + 3600), 401), (json!(now + 120), 401), (json!(now + 30), 200), (json!(now as f64 - 0.5), 200), (json!("yesterday"), 401)] {
+    for (iat, status) in [
+        (json!(now + 3600), 401),
+        (json!(now + 120), 401),
+        (json!(now + 30), 200),
+        (json!(now as f64 - 0.5), 200),
+        (json!("yesterday"), 401),
+    ] {
         let mut claims = claims(&issuer.url, "user-9", "mcp");
         claims["iat"] = iat.clone();
         assert_eq!(whoami(addr, Some(&key.sign(&claims))).await.status, status, "iat {iat}");

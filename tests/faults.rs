@@ -84,11 +84,14 @@ impl Rig {
         let limits = CallLimits { attempt: Duration::from_secs(10), operation: Duration::from_secs(30), ..FAST };
         let mut deps = mcp_aws::dependencies(&settings, Some(&self.sdk_with(&limits).await), Arc::new(SystemClock));
         deps.tasks = deps.tasks.with_policy(TaskPolicy { max_per_owner: cap, ..TaskPolicy::from_env() });
-        let worker = WorkerProcess::start(env!("CARGO_BIN_EXE_fixture-worker"), &[
-            ("MCP_TABLE_NAME", settings.table_name.as_deref().unwrap()),
-            ("MCP_TASK_QUEUE_URL", &queues.url),
-            ("MCP_TASK_LEASE_SECONDS", "20"),
-        ]);
+        let worker = WorkerProcess::start(
+            env!("CARGO_BIN_EXE_fixture-worker"),
+            &[
+                ("MCP_TABLE_NAME", settings.table_name.as_deref().unwrap()),
+                ("MCP_TASK_QUEUE_URL", &queues.url),
+                ("MCP_TASK_LEASE_SECONDS", "20"),
+            ],
+        );
         (start_task_server_with(deps).await, worker)
     }
 }
@@ -152,10 +155,9 @@ async fn the_open_task_cap_counts_each_task_once_through_lost_answers() {
     assert!(!created(&create(addr, 60).await), "and only one place");
 }
 
-
 /// The reply to `call`, and how long it took; fails the test if it took
 /// longer than [`ANSWER_WITHIN`].
-async fn timed(call: impl std::future::Future<Output = Value>) -> (Value, Duration) {
+async fn timed(call: impl Future<Output = Value>) -> (Value, Duration) {
     let started = Instant::now();
     let reply = tokio::time::timeout(ANSWER_WITHIN, call).await.expect("a faulted request still answers");
     (reply, started.elapsed())
@@ -180,7 +182,8 @@ async fn dynamodb_faults_fail_cleanly_change_nothing_and_recover() {
         call_tool(addr, "alice", "append", json!({"list": list, "entry": "kept"}), json!({}), json!({})).await;
 
         rig.proxy.set(Service::DynamoDb, fault);
-        let (appended, took) = timed(call_tool(addr, "alice", "append", json!({"list": list, "entry": "lost"}), json!({}), json!({}))).await;
+        let (appended, took) =
+            timed(call_tool(addr, "alice", "append", json!({"list": list, "entry": "lost"}), json!({}), json!({}))).await;
         assert_server_error(&appended, "storage unavailable", &format!("append under {fault:?}"));
         let (shown, _) = timed(call_tool(addr, "alice", "show_list", json!({"list": list}), json!({}), json!({}))).await;
         assert_server_error(&shown, "storage unavailable", &format!("show_list under {fault:?}"));
@@ -212,7 +215,10 @@ async fn a_compare_and_set_whose_answer_was_lost_is_not_applied_twice() {
     use mcp_stateless::Handles;
 
     let rig = Rig::new().await;
-    let store = Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&rig.faulty_sdk().await), rig.settings.table_name.clone().unwrap()));
+    let store = Arc::new(mcp_aws::DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&rig.faulty_sdk().await),
+        rig.settings.table_name.clone().unwrap(),
+    ));
     let handles = Handles::new(store, Arc::new(SystemClock));
     let alice = e2e::caller("alice");
     let list = handles.create(&alice, &LIST, json!({"count": 0})).await.unwrap();
@@ -275,7 +281,8 @@ async fn a_single_use_confirmation_interrupted_by_a_fault_leaves_the_list_and_a_
     let addr = rig.server().await;
     let list = text_of(&call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await);
     call_tool(addr, "alice", "append", json!({"list": list, "entry": "kept"}), json!({}), json!({})).await;
-    let confirm = |state: &Value| json!({"requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
+    let confirm =
+        |state: &Value| json!({"requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
 
     // The redemption record fails: nothing was redeemed, the same state works.
     let round1 = call_tool(addr, "alice", "discard_list", json!({"list": list}), elicit(), json!({})).await;
@@ -322,7 +329,8 @@ async fn an_sqs_fault_fails_the_new_task_instead_of_leaving_it_working() {
         assert_eq!(statuses, vec!["failed".to_owned()], "{fault:?}: the unscheduled task is failed, not working");
 
         rig.proxy.clear();
-        let created = rpc(addr, "alice", "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 1, "label": "after"}})).await;
+        let created =
+            rpc(addr, "alice", "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 1, "label": "after"}})).await;
         assert_eq!(created["result"]["resultType"], "task", "{fault:?}: recovered: {created}");
     }
 }

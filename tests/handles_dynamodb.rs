@@ -64,7 +64,10 @@ async fn handle_lifecycle_across_two_instances() {
     let gone = show(a, "alice", &list).await;
     assert_eq!(gone["result"]["isError"], true);
     assert!(text_of(&gone).starts_with("Unknown list handle"), "{gone}");
-    assert_eq!(scan(&sdk, &settings.table_name.clone().unwrap()).await.iter().filter(|i| i["pk"].as_s().unwrap().starts_with("handle#")).count(), 0);
+    assert_eq!(
+        scan(&sdk, &settings.table_name.clone().unwrap()).await.iter().filter(|i| i["pk"].as_s().unwrap().starts_with("handle#")).count(),
+        0
+    );
 }
 
 #[tokio::test]
@@ -200,7 +203,11 @@ async fn a_hundred_concurrent_appends_over_two_instances_lose_nothing() {
 
 #[tokio::test]
 async fn dynamodb_down_is_an_internal_error_and_bad_handles_never_reach_it() {
-    use mcp_stateless::{Dependencies, Handles, RequestStates, sealed::redemption::InMemoryLedger, sealed::request_state::{EnvelopeSealer, InProcessKey}};
+    use mcp_stateless::{
+        Dependencies, Handles, RequestStates,
+        sealed::redemption::InMemoryLedger,
+        sealed::request_state::{EnvelopeSealer, InProcessKey},
+    };
     let sdk = sdk().await;
     let config = aws_sdk_dynamodb::config::Builder::from(&sdk).endpoint_url("http://127.0.0.1:1").build();
     let store = Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), "unreachable"));
@@ -239,9 +246,7 @@ async fn compare_and_set_updates_lose_nothing_under_contention() {
     let writers = (0..10).map(|_| {
         let (handles, alice, handle) = (handles.clone(), alice.clone(), handle.clone());
         tokio::spawn(async move {
-            handles
-                .update(&alice, &LIST, &handle, |data| data["count"] = json!(data["count"].as_u64().unwrap() + 1))
-                .await
+            handles.update(&alice, &LIST, &handle, |data| data["count"] = json!(data["count"].as_u64().unwrap() + 1)).await
         })
     });
     let outcomes: Vec<_> = futures::future::join_all(writers).await.into_iter().map(Result::unwrap).collect();

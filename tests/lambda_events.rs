@@ -3,9 +3,9 @@
 //! `tests/fixtures/`: the same answers as the local server, buffered or
 //! streamed, and a principal taken from the authorizer only.
 
+use e2e::fixture_server::FixtureServer;
 use e2e::*;
 use lambda_http::{Body, request::LambdaRequest};
-use e2e::fixture_server::FixtureServer;
 use mcp_stateless::{Dependencies, McpEndpoint, Mode};
 use serde_json::{Value, json};
 
@@ -174,7 +174,11 @@ async fn a_streamed_empty_answer_is_never_an_empty_body() {
     for headers in ["headers", "multiValueHeaders"] {
         let headers = event[headers].as_object_mut().unwrap();
         headers.remove("Mcp-Name");
-        let method = if headers.contains_key("Mcp-Method") && headers["Mcp-Method"].is_array() { json!(["notifications/cancelled"]) } else { json!("notifications/cancelled") };
+        let method = if headers.contains_key("Mcp-Method") && headers["Mcp-Method"].is_array() {
+            json!(["notifications/cancelled"])
+        } else {
+            json!("notifications/cancelled")
+        };
         headers.insert("Mcp-Method".into(), method);
     }
     let request: lambda_http::Request = serde_json::from_value::<LambdaRequest>(event).unwrap().into();

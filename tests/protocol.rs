@@ -132,7 +132,10 @@ async fn a_legacy_initialize_is_told_which_protocol_version_to_speak() {
     let addr = server().await;
     let legacy = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "legacy", "version": "1"}}});
-    let headers = [("content-type".to_owned(), "application/json".to_owned()), ("accept".to_owned(), "application/json, text/event-stream".to_owned())];
+    let headers = [
+        ("content-type".to_owned(), "application/json".to_owned()),
+        ("accept".to_owned(), "application/json, text/event-stream".to_owned()),
+    ];
     let reply = send(addr, "POST", &headers, legacy.to_string().into_bytes()).await;
     assert_eq!((reply.status, error_code(&reply)), (404, -32601), "{:?}", reply.json());
     let error = &reply.json()["error"];
@@ -253,8 +256,7 @@ async fn undeclared_capability_is_refused_with_32021() {
     // A client with only sampling never receives an elicitation request.
     let caps = request(11, "tools/call", json!({"name": "test_input_required_result_capabilities"}), json!({"sampling": {}}));
     let result = post(addr, &caps).await.message()["result"].clone();
-    let methods: Vec<&str> =
-        result["inputRequests"].as_object().unwrap().values().map(|r| r["method"].as_str().unwrap()).collect();
+    let methods: Vec<&str> = result["inputRequests"].as_object().unwrap().values().map(|r| r["method"].as_str().unwrap()).collect();
     assert_eq!(methods, ["sampling/createMessage"]);
 }
 
@@ -269,11 +271,8 @@ async fn progress_is_streamed_before_the_result() {
     let text = std::str::from_utf8(&reply.body).unwrap();
     let messages: Vec<Value> =
         text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok()).collect();
-    let progress: Vec<f64> = messages
-        .iter()
-        .filter(|m| m["method"] == "notifications/progress")
-        .map(|m| m["params"]["progress"].as_f64().unwrap())
-        .collect();
+    let progress: Vec<f64> =
+        messages.iter().filter(|m| m["method"] == "notifications/progress").map(|m| m["params"]["progress"].as_f64().unwrap()).collect();
     assert_eq!(progress, [0.0, 50.0, 100.0]);
     assert_eq!(messages.last().unwrap()["id"], 12);
 }
@@ -284,7 +283,8 @@ async fn request_state_is_bound_to_the_caller_and_rejects_tampering() {
     let addr = server().await;
     let name = "test_input_required_result_request_state";
     let as_alice = |h: &mut Vec<(String, String)>| set_header(h, "x-mcp-dev-principal", "alice");
-    let round1 = post_with(addr, &request(1, "tools/call", json!({"name": name, "arguments": {}}), json!({"elicitation": {}})), as_alice).await;
+    let round1 =
+        post_with(addr, &request(1, "tools/call", json!({"name": name, "arguments": {}}), json!({"elicitation": {}})), as_alice).await;
     let state = round1.message()["result"]["requestState"].as_str().unwrap().to_owned();
 
     let mut round2 = request(2, "tools/call", json!({"name": name, "arguments": {}}), json!({"elicitation": {}}));

@@ -10,7 +10,10 @@ use mcp_stateless::{
     Dependencies, EdgePolicy, McpEndpoint, Mode,
     clock::{Clock, SystemClock},
     edge::policy::Transport,
-    subscriptions::{ListDigests, ListenPolicy, Subscriptions, feed::{self, InMemoryFeed}},
+    subscriptions::{
+        ListDigests, ListenPolicy, Subscriptions,
+        feed::{self, InMemoryFeed},
+    },
 };
 use serde_json::{Value, json};
 
@@ -27,8 +30,7 @@ fn quick(enabled: bool) -> ListenPolicy {
 fn deps_with(policy: ListenPolicy, feed: Arc<InMemoryFeed>) -> Dependencies {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let mut deps = Dependencies::in_process_with_clock(clock.clone());
-    deps.subscriptions =
-        Subscriptions::new(feed, Arc::new(mcp_stateless::quota::InMemoryQuota::default()), clock, policy);
+    deps.subscriptions = Subscriptions::new(feed, Arc::new(mcp_stateless::quota::InMemoryQuota::default()), clock, policy);
     deps
 }
 
@@ -44,7 +46,8 @@ fn subscription_id(message: &Value) -> &Value {
 async fn progress_frames_arrive_while_the_tool_still_runs() {
     let addr = local_everything().await;
     let interval = Duration::from_millis(300);
-    let frames = stream_call(addr, "test_tool_with_slow_progress", json!({"steps": 3, "intervalMs": 300}), json!({"progressToken": "p"})).await;
+    let frames =
+        stream_call(addr, "test_tool_with_slow_progress", json!({"steps": 3, "intervalMs": 300}), json!({"progressToken": "p"})).await;
     let progress: Vec<_> = frames.iter().filter(|(_, m)| m["method"] == "notifications/progress").collect();
     assert_eq!(progress.len(), 3, "{frames:?}");
     assert_eq!(progress.iter().map(|(_, m)| m["params"]["progress"].as_f64().unwrap()).collect::<Vec<_>>(), [1.0, 2.0, 3.0]);
@@ -60,7 +63,11 @@ async fn progress_frames_arrive_while_the_tool_still_runs() {
 #[tokio::test]
 async fn without_a_progress_token_no_progress_is_sent() {
     let addr = local_everything().await;
-    let reply = post(addr, &request(1, "tools/call", json!({"name": "test_tool_with_slow_progress", "arguments": {"steps": 2, "intervalMs": 0}}), json!({}))).await;
+    let reply = post(
+        addr,
+        &request(1, "tools/call", json!({"name": "test_tool_with_slow_progress", "arguments": {"steps": 2, "intervalMs": 0}}), json!({})),
+    )
+    .await;
     assert!(reply.headers[http::header::CONTENT_TYPE].to_str().unwrap().starts_with("application/json"), "a whole answer");
     assert_eq!(reply.json()["result"]["content"][0]["text"], "Finished 2 steps.");
 }
@@ -78,7 +85,8 @@ async fn the_buffered_transport_answers_whole_and_advertises_no_listen() {
     assert_eq!(listen.json()["error"]["code"], -32601);
 
     // Progress still reaches the client, with the answer, in one body.
-    let body = request(3, "tools/call", json!({"name": "test_tool_with_slow_progress", "arguments": {"steps": 2, "intervalMs": 10}}), json!({}));
+    let body =
+        request(3, "tools/call", json!({"name": "test_tool_with_slow_progress", "arguments": {"steps": 2, "intervalMs": 10}}), json!({}));
     let mut with_token = body.clone();
     with_token["params"]["_meta"]["progressToken"] = json!("p");
     let reply = post(addr, &with_token).await;
@@ -125,7 +133,8 @@ async fn a_stream_closes_gracefully_at_its_bound() {
 async fn a_newer_deployment_notifies_older_streams_and_closes_them() {
     let feed = Arc::new(InMemoryFeed::default());
     let addr = spawn(everything_with(deps_with(quick(true), feed.clone()), Transport::Streaming)).await;
-    let mut stream = EventStream::open(addr, &listen(5, json!({"toolsListChanged": true, "promptsListChanged": true}), json!({})), None).await;
+    let mut stream =
+        EventStream::open(addr, &listen(5, json!({"toolsListChanged": true, "promptsListChanged": true}), json!({})), None).await;
     stream.until_method("notifications/subscriptions/acknowledged").await;
     // Another build goes live with other tools and the same prompts: the
     // build serving this stream did not record its lists (no cold start
@@ -205,8 +214,8 @@ async fn a_trigger_on_one_instance_reaches_a_stream_held_by_another() {
         deps.subscriptions = deps.subscriptions.with_policy(quick(true));
         everything_with(deps, Transport::Streaming)
     };
-    let holder = spawn(instance(e2e::emulator::sdk().await)).await;
-    let other = spawn(instance(e2e::emulator::sdk().await)).await;
+    let holder = spawn(instance(emulator::sdk().await)).await;
+    let other = spawn(instance(emulator::sdk().await)).await;
     let mut stream = EventStream::open(holder, &listen(8, json!({"toolsListChanged": true}), json!({})), None).await;
     stream.until_method("notifications/subscriptions/acknowledged").await;
     let triggered = call_tool(other, "anyone", "test_trigger_tool_change", json!({}), json!({}), json!({})).await;
@@ -225,7 +234,8 @@ async fn a_trigger_on_one_instance_reaches_a_stream_held_by_another() {
 #[tokio::test]
 async fn a_call_silent_until_the_deadline_is_stopped_with_an_error() {
     let endpoint = everything_with(deps_with(quick(true), Arc::default()), Transport::Streaming);
-    let body = request(4, "tools/call", json!({"name": "test_tool_with_slow_progress", "arguments": {"steps": 1, "intervalMs": 5000}}), json!({}));
+    let body =
+        request(4, "tools/call", json!({"name": "test_tool_with_slow_progress", "arguments": {"steps": 1, "intervalMs": 5000}}), json!({}));
     for streamed in [false, true] {
         let mut http_request = http::Request::post("/mcp").header("host", "127.0.0.1");
         for (name, value) in standard_headers(&body) {
@@ -233,7 +243,8 @@ async fn a_call_silent_until_the_deadline_is_stopped_with_an_error() {
         }
         let mut http_request = http_request.body(bytes::Bytes::from(body.to_string())).unwrap();
         // As Lambda gives it: a second and a half left, the tool needs five.
-        let facts = mcp_stateless::EntryFacts { deadline: Some(std::time::Instant::now() + Duration::from_millis(1500)), ..Default::default() };
+        let facts =
+            mcp_stateless::EntryFacts { deadline: Some(std::time::Instant::now() + Duration::from_millis(1500)), ..Default::default() };
         http_request.extensions_mut().insert(facts);
         let text = if streamed {
             let response = endpoint.handle_streaming(http_request).await;

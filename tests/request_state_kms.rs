@@ -14,7 +14,12 @@ use serde_json::{Value, json};
 
 const ELICIT: fn() -> Value = || json!({"elicitation": {}});
 
-async fn kms_sealer(key: &str, audience: &str, window: KeyWindow, clock: ManualClock) -> (EnvelopeSealer<KmsDataKeys>, Arc<mcp_aws::kms_keys::KmsCallCounts>) {
+async fn kms_sealer(
+    key: &str,
+    audience: &str,
+    window: KeyWindow,
+    clock: ManualClock,
+) -> (EnvelopeSealer<KmsDataKeys>, Arc<mcp_aws::kms_keys::KmsCallCounts>) {
     let keys = KmsDataKeys::new(aws_sdk_kms::Client::new(&sdk().await), key, audience, window);
     let calls = keys.calls.clone();
     (EnvelopeSealer::new(keys).with_clock(Arc::new(clock)), calls)
@@ -37,7 +42,15 @@ async fn multi_round_flow_hops_between_independent_instances() {
     assert_eq!(text_of(&round3), "tea, cake");
 
     // Declining ends the flow with a normal result.
-    let declined = call_tool(a, "alice", "two_questions", json!({}), ELICIT(), json!({"requestState": state1, "inputResponses": {"first": {"action": "decline"}}})).await;
+    let declined = call_tool(
+        a,
+        "alice",
+        "two_questions",
+        json!({}),
+        ELICIT(),
+        json!({"requestState": state1, "inputResponses": {"first": {"action": "decline"}}}),
+    )
+    .await;
     assert_eq!(text_of(&declined), "Stopped.");
 }
 
@@ -170,7 +183,8 @@ async fn forged_tokens_spend_their_callers_budget_not_another_callers() {
     let per_caller = window.max_decrypts_per_caller_per_minute;
     for i in 0..61u8 {
         let outcome = sealer_c.open(&mallory, &forged(&[i; 150])).await.unwrap_err();
-        let expected = if u32::from(i) < per_caller { OpenError::KeyRefused } else { OpenError::KeyUnavailable("Decrypt budget spent".into()) };
+        let expected =
+            if u32::from(i) < per_caller { OpenError::KeyRefused } else { OpenError::KeyUnavailable("Decrypt budget spent".into()) };
         assert_eq!(outcome, expected, "forged token {i}");
     }
     assert_eq!(decrypts(), 1 + u64::from(per_caller), "mallory spent only her own budget");

@@ -102,11 +102,14 @@ async fn a_minute_long_task_costs_a_few_units_a_second_and_unnamed_arguments_cos
     };
     let through_meter = e2e::emulator::loader(&e2e::emulator::limits()).endpoint_url(&server_meter.url).load().await;
     let addr = start_task_server_with(mcp_aws::dependencies(&settings, Some(&through_meter), Arc::new(SystemClock))).await;
-    let _worker = WorkerProcess::start(env!("CARGO_BIN_EXE_fixture-worker"), &[
-        ("AWS_ENDPOINT_URL", &worker_meter.url),
-        ("MCP_TABLE_NAME", settings.table_name.as_deref().unwrap()),
-        ("MCP_TASK_QUEUE_URL", &queues.url),
-    ]);
+    let _worker = WorkerProcess::start(
+        env!("CARGO_BIN_EXE_fixture-worker"),
+        &[
+            ("AWS_ENDPOINT_URL", &worker_meter.url),
+            ("MCP_TABLE_NAME", settings.table_name.as_deref().unwrap()),
+            ("MCP_TASK_QUEUE_URL", &queues.url),
+        ],
+    );
 
     let id = start_task(addr, "alice", "slow_compute", json!({"seconds": TASK_SECONDS, "label": "cost"})).await;
     // A client polling at the suggested interval.

@@ -56,12 +56,15 @@ impl Stack {
     }
 
     fn worker_with_lease(&self, seconds: &str) -> WorkerProcess {
-        WorkerProcess::start(env!("CARGO_BIN_EXE_fixture-worker"), &[
-            ("MCP_TABLE_NAME", self.settings.table_name.as_deref().unwrap()),
-            ("MCP_TASK_QUEUE_URL", &self.queues.url),
-            ("MCP_TASK_DEAD_LETTER_QUEUE_URL", &self.queues.dead_letter_url),
-            ("MCP_TASK_LEASE_SECONDS", seconds),
-        ])
+        WorkerProcess::start(
+            env!("CARGO_BIN_EXE_fixture-worker"),
+            &[
+                ("MCP_TABLE_NAME", self.settings.table_name.as_deref().unwrap()),
+                ("MCP_TASK_QUEUE_URL", &self.queues.url),
+                ("MCP_TASK_DEAD_LETTER_QUEUE_URL", &self.queues.dead_letter_url),
+                ("MCP_TASK_LEASE_SECONDS", seconds),
+            ],
+        )
     }
 
     /// The stored record, read as the worker reads it.
@@ -215,7 +218,8 @@ async fn a_message_lost_between_the_write_and_the_send_is_sent_again_and_the_tas
     let sdk = sdk().await;
     let mut deps = mcp_aws::dependencies(&stack.settings, Some(&sdk), Arc::new(SystemClock));
     let store = Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), stack.settings.table_name.as_deref().unwrap()));
-    let queue = LoseFirstSend { inner: mcp_aws::SqsTaskQueue::new(aws_sdk_sqs::Client::new(&sdk), &stack.queues.url), lost: Default::default() };
+    let queue =
+        LoseFirstSend { inner: mcp_aws::SqsTaskQueue::new(aws_sdk_sqs::Client::new(&sdk), &stack.queues.url), lost: Default::default() };
     let policy = TaskPolicy { start_deadline: Duration::from_secs(2), ..TaskPolicy::from_env() };
     deps.tasks = TaskBackend::new(store, Arc::new(queue), Arc::new(SystemClock)).with_policy(policy);
     let addr = start_task_server_with(deps).await;

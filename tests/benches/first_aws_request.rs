@@ -26,7 +26,7 @@ struct Steps {
     dynamodb_warm: Vec<Duration>,
 }
 
-async fn timed<T>(into: &mut Vec<Duration>, future: impl std::future::Future<Output = T>) -> T {
+async fn timed<T>(into: &mut Vec<Duration>, future: impl Future<Output = T>) -> T {
     let started = Instant::now();
     let value = future.await;
     into.push(started.elapsed());
@@ -73,8 +73,5 @@ async fn main() {
     println!("  credentials (environment provider)            {:.3}", median(&mut steps.credentials));
     println!("  TCP connect to the endpoint (alone)           {:.3}", median(&mut steps.tcp_connect));
     println!("  KMS GenerateDataKey: first {kms_first:.3}, warm {kms_warm:.3}, first/warm {:.2}", kms_first / kms_warm);
-    println!(
-        "  DynamoDB GetItem: first {dynamodb_first:.3}, warm {dynamodb_warm:.3}, first/warm {:.2}",
-        dynamodb_first / dynamodb_warm
-    );
+    println!("  DynamoDB GetItem: first {dynamodb_first:.3}, warm {dynamodb_warm:.3}, first/warm {:.2}", dynamodb_first / dynamodb_warm);
 }

@@ -9,9 +9,7 @@ use std::{
 };
 
 use mcp_aws::{KeyWindow, KmsDataKeys};
-use mcp_stateless::{
-    sealed::request_state::{DataKeySource, EnvelopeSealer, InProcessKey, RequestStateSealer, StateBinding},
-};
+use mcp_stateless::sealed::request_state::{DataKeySource, EnvelopeSealer, InProcessKey, RequestStateSealer, StateBinding};
 use serde_json::json;
 
 const ROUNDS: usize = 10_000;

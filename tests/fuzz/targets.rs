@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use e2e::fixture_server::LIST;
 use mcp_stateless::{
     CallContext, Dependencies, EdgePolicy, Handles, McpEndpoint, Mode, RequestStates, StateScope,
     clock::SystemClock,
@@ -13,7 +14,6 @@ use mcp_stateless::{
         request_state::{EnvelopeSealer, InProcessKey},
     },
 };
-use e2e::fixture_server::LIST;
 use serde_json::{Value, json};
 
 use crate::mutate::{Rng, mutate_bytes, mutate_json, mutate_text};
@@ -40,7 +40,10 @@ impl Edge {
             ("tools/call", call("test_simple_text", json!({}))),
             ("tools/call", call("test_input_required_result_multi_round", json!({}))),
             ("tools/call", call("test_prompt_with_arguments", json!({"arg1": "a", "arg2": "b"}))),
-            ("tools/call", json!({"name": "test_input_required_result_request_state", "requestState": "AAAA", "inputResponses": {"x": {}}})),
+            (
+                "tools/call",
+                json!({"name": "test_input_required_result_request_state", "requestState": "AAAA", "inputResponses": {"x": {}}}),
+            ),
             ("tools/call", call("test_x_mcp_header", json!({"region": "eu"}))),
             ("tools/call", call("test_tool_with_task", json!({}))),
             ("prompts/get", json!({"name": "test_simple_prompt"})),
@@ -96,7 +99,11 @@ impl Edge {
                 _ => headers.push(("origin".into(), mutate_text(rng, "http://localhost:3000"))),
             }
         }
-        let mut request = http::Request::builder().method(if rng.chance(50) { "GET" } else { "POST" }).uri(if rng.chance(50) { "/other" } else { "/mcp" });
+        let mut request = http::Request::builder().method(if rng.chance(50) { "GET" } else { "POST" }).uri(if rng.chance(50) {
+            "/other"
+        } else {
+            "/mcp"
+        });
         for (name, value) in &headers {
             // Values the http crate refuses never reach the handler.
             if let Ok(value) = http::HeaderValue::from_str(value) {

@@ -216,11 +216,18 @@ async fn main() {
     );
     for (tool, latencies) in &mut total.by_tool {
         latencies.sort_unstable();
-        println!("load:   {tool}: {} calls, p50 {:.1} ms, p99 {:.1} ms", latencies.len(), percentile(latencies, 0.5), percentile(latencies, 0.99));
+        println!(
+            "load:   {tool}: {} calls, p50 {:.1} ms, p99 {:.1} ms",
+            latencies.len(),
+            percentile(latencies, 0.5),
+            percentile(latencies, 0.99)
+        );
     }
     println!("load: {appended} appends over {baskets} baskets, {lost} lost updates");
     match (rss_start, rss_end) {
-        (Some(start), Some(end)) => println!("load: server RSS {:.1} MiB at start, {:.1} MiB at end", start as f64 / 1024.0, end as f64 / 1024.0),
+        (Some(start), Some(end)) => {
+            println!("load: server RSS {:.1} MiB at start, {:.1} MiB at end", start as f64 / 1024.0, end as f64 / 1024.0)
+        }
         _ => println!("load: server RSS not read (no pid given)"),
     }
     let clean = server_errors == 0 && lost == 0 && total.unexpected == 0 && !total.rpc_errors.contains_key(&-32603);

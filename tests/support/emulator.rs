@@ -98,9 +98,7 @@ pub async fn fresh_table(sdk: &aws_config::SdkConfig) -> String {
     let definition: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let client = aws_sdk_dynamodb::Client::new(sdk);
     let name = unique("state");
-    let mut create = client.create_table().table_name(&name).billing_mode(BillingMode::from(
-        definition["BillingMode"].as_str().unwrap(),
-    ));
+    let mut create = client.create_table().table_name(&name).billing_mode(BillingMode::from(definition["BillingMode"].as_str().unwrap()));
     for attribute in definition["AttributeDefinitions"].as_array().unwrap() {
         create = create.attribute_definitions(
             AttributeDefinition::builder()
@@ -139,12 +137,7 @@ pub async fn fresh_key(sdk: &aws_config::SdkConfig) -> String {
 }
 
 pub fn settings(key: &str, table: &str, audience: &str) -> AwsSettings {
-    AwsSettings {
-        state_key_id: Some(key.into()),
-        table_name: Some(table.into()),
-        audience: Some(audience.into()),
-        ..Default::default()
-    }
+    AwsSettings { state_key_id: Some(key.into()), table_name: Some(table.into()), audience: Some(audience.into()), ..Default::default() }
 }
 
 /// An independently built server instance: its own SDK clients, key cache
@@ -216,7 +209,10 @@ pub async fn deps_with_kms_at(kms_endpoint: &str, key: &str, table: &str, audien
 }
 
 /// Every item in `table` (the tests' tables are small).
-pub async fn scan(sdk: &aws_config::SdkConfig, table: &str) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+pub async fn scan(
+    sdk: &aws_config::SdkConfig,
+    table: &str,
+) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
     aws_sdk_dynamodb::Client::new(sdk).scan().table_name(table).send().await.unwrap().items.unwrap_or_default()
 }
 
@@ -231,13 +227,8 @@ pub async fn fresh_queues(sdk: &aws_config::SdkConfig, visibility_seconds: u32, 
     use aws_sdk_sqs::types::QueueAttributeName;
     let client = aws_sdk_sqs::Client::new(sdk);
     let dead_letter_url = client.create_queue().queue_name(unique("dlq")).send().await.unwrap().queue_url.unwrap();
-    let attributes = client
-        .get_queue_attributes()
-        .queue_url(&dead_letter_url)
-        .attribute_names(QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .unwrap();
+    let attributes =
+        client.get_queue_attributes().queue_url(&dead_letter_url).attribute_names(QueueAttributeName::QueueArn).send().await.unwrap();
     let dead_letter_arn = attributes.attributes.unwrap()[&QueueAttributeName::QueueArn].clone();
     let redrive = serde_json::json!({"deadLetterTargetArn": dead_letter_arn, "maxReceiveCount": max_receives.to_string()});
     let url = client

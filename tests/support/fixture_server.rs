@@ -64,7 +64,11 @@ pub struct FixtureServer {
 
 impl FixtureServer {
     pub fn new(deps: Dependencies) -> Self {
-        Self { request_states: deps.request_states, handles: deps.handles, tool_router: mcp_stateless::protocol::arguments::checked(Self::fixture_tools()) }
+        Self {
+            request_states: deps.request_states,
+            handles: deps.handles,
+            tool_router: mcp_stateless::protocol::arguments::checked(Self::fixture_tools()),
+        }
     }
 }
 

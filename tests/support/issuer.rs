@@ -122,14 +122,22 @@ pub async fn issuer() -> Issuer {
         hold: Arc::default(),
         failing: Arc::default(),
     };
-    let served = (issuer.url.clone(), issuer.jwks_uri.clone(), issuer.keys.clone(), issuer.fetches.clone(), issuer.hold.clone(), issuer.failing.clone());
+    let served = (
+        issuer.url.clone(),
+        issuer.jwks_uri.clone(),
+        issuer.keys.clone(),
+        issuer.fetches.clone(),
+        issuer.hold.clone(),
+        issuer.failing.clone(),
+    );
     tokio::spawn(async move {
         loop {
             let (stream, _) = listener.accept().await.unwrap();
             let (base, jwks_uri, keys, fetches, hold, failing) = served.clone();
             tokio::spawn(async move {
                 let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                    let (base, jwks_uri, keys, fetches, hold, failing) = (base.clone(), jwks_uri.clone(), keys.clone(), fetches.clone(), hold.clone(), failing.clone());
+                    let (base, jwks_uri, keys, fetches, hold, failing) =
+                        (base.clone(), jwks_uri.clone(), keys.clone(), fetches.clone(), hold.clone(), failing.clone());
                     async move {
                         let body = match request.uri().path() {
                             // Under any path: a configured issuer with a path

@@ -81,7 +81,12 @@ impl WorkerProcess {
     /// with the emulator's environment and `env` on top.
     pub fn start(binary: &str, env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(binary);
-        command.envs(crate::emulator::emulator_env().iter().map(|(n, v)| (n.as_str(), v.as_str()))).envs(env.iter().copied()).env("MCP_LOG_LEVEL", "warn").stdout(Stdio::null()).stderr(Stdio::inherit());
+        command
+            .envs(crate::emulator::emulator_env().iter().map(|(n, v)| (n.as_str(), v.as_str())))
+            .envs(env.iter().copied())
+            .env("MCP_LOG_LEVEL", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
         Self(command.spawn().expect("the fixture worker starts"))
     }
 

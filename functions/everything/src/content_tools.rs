@@ -4,9 +4,8 @@
 use rmcp::{
     ErrorData, Peer, RoleServer,
     model::{
-        CallToolResponse, CallToolResult, ContentBlock, CreateMessageRequest, CreateMessageRequestParams,
-        InputRequest, InputRequests, InputRequiredResult, ProgressNotificationParam, RequestMetaObject,
-        ResourceContents, SamplingMessage,
+        CallToolResponse, CallToolResult, ContentBlock, CreateMessageRequest, CreateMessageRequestParams, InputRequest, InputRequests,
+        InputRequiredResult, ProgressNotificationParam, RequestMetaObject, ResourceContents, SamplingMessage,
     },
     tool, tool_router,
 };
@@ -68,9 +67,7 @@ impl EverythingServer {
             for progress in [0.0, 50.0, 100.0] {
                 let mut param = ProgressNotificationParam::new(token.clone(), progress);
                 param.total = Some(100.0);
-                peer.notify_progress(param)
-                    .await
-                    .map_err(|e| ErrorData::internal_error(format!("progress not delivered: {e}"), None))?;
+                peer.notify_progress(param).await.map_err(|e| ErrorData::internal_error(format!("progress not delivered: {e}"), None))?;
             }
         }
         Ok(CallToolResult::success(vec![ContentBlock::text("Progress reported: 100/100")]))

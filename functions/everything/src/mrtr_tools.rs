@@ -8,9 +8,8 @@ use rmcp::{
     ErrorData,
     handler::server::tool::{InputResponses, RequestState},
     model::{
-        CallToolResponse, CallToolResult, ContentBlock, CreateMessageRequest, CreateMessageRequestParams,
-        ElicitRequest, ElicitRequestParams, InputRequest, InputRequests, InputRequiredResult, JsonObject,
-        ListRootsRequest, SamplingMessage,
+        CallToolResponse, CallToolResult, ContentBlock, CreateMessageRequest, CreateMessageRequestParams, ElicitRequest,
+        ElicitRequestParams, InputRequest, InputRequests, InputRequiredResult, JsonObject, ListRootsRequest, SamplingMessage,
     },
     tool, tool_router,
 };
@@ -34,10 +33,7 @@ pub(crate) fn elicit_name() -> InputRequest {
 }
 
 fn sample(question: &str) -> InputRequest {
-    InputRequest::CreateMessage(CreateMessageRequest::new(CreateMessageRequestParams::new(
-        vec![SamplingMessage::user_text(question)],
-        100,
-    )))
+    InputRequest::CreateMessage(CreateMessageRequest::new(CreateMessageRequestParams::new(vec![SamplingMessage::user_text(question)], 100)))
 }
 
 fn list_roots() -> InputRequest {
@@ -92,11 +88,9 @@ impl EverythingServer {
     async fn test_input_required_result_sampling(&self, InputResponses(responses): InputResponses) -> CallToolResponse {
         match answered(&responses, "capital_question") {
             Some(reply) => done(format!("The model answered: {}", reply.get("content").cloned().unwrap_or_default())),
-            None => InputRequiredResult::from_input_requests(requests([(
-                "capital_question",
-                sample("What is the capital of France?"),
-            )]))
-            .into(),
+            None => {
+                InputRequiredResult::from_input_requests(requests([("capital_question", sample("What is the capital of France?"))])).into()
+            }
         }
     }
 
@@ -177,10 +171,7 @@ impl EverythingServer {
             return Ok(done("Finished after two rounds."));
         }
         let next = round + 1;
-        let ask = requests([(
-            "step",
-            elicit(&format!("Step {next} of 2: continue?"), json!({"ok": {"type": "boolean"}}), &["ok"]),
-        )]);
+        let ask = requests([("step", elicit(&format!("Step {next} of 2: continue?"), json!({"ok": {"type": "boolean"}}), &["ok"]))]);
         self.ask_with_state(&ctx, scope, json!({"round": next}), ask).await
     }
 

@@ -3,9 +3,7 @@
 use rmcp::{
     ErrorData,
     handler::server::wrapper::Parameters,
-    model::{
-        GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult, PromptMessage, Role,
-    },
+    model::{GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult, PromptMessage, Role},
     prompt, prompt_router,
 };
 use schemars::JsonSchema;
@@ -44,10 +42,7 @@ impl EverythingServer {
 
     #[prompt(description = "A prompt that repeats its two arguments")]
     async fn test_prompt_with_arguments(&self, Parameters(args): Parameters<TwoArguments>) -> Vec<PromptMessage> {
-        vec![PromptMessage::new_text(
-            Role::User,
-            format!("Prompt with arguments: arg1='{}', arg2='{}'", args.arg1, args.arg2),
-        )]
+        vec![PromptMessage::new_text(Role::User, format!("Prompt with arguments: arg1='{}', arg2='{}'", args.arg1, args.arg2))]
     }
 
     #[prompt(description = "A prompt that embeds the resource it is given")]
@@ -69,9 +64,7 @@ impl EverythingServer {
     #[prompt(description = "A prompt with an image")]
     async fn test_prompt_with_image(&self) -> Result<Vec<PromptMessage>, ErrorData> {
         use base64::Engine;
-        let png = base64::engine::general_purpose::STANDARD
-            .decode(PNG_1X1)
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let png = base64::engine::general_purpose::STANDARD.decode(PNG_1X1).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         Ok(vec![
             PromptMessage::new_image(Role::User, &png, "image/png", None, None),
             PromptMessage::new_text(Role::User, "Please analyze the image above."),
@@ -97,7 +90,6 @@ impl EverythingServer {
             return Ok(InputRequiredResult::from_input_requests(asks).into());
         };
         let name = reply.get("content").and_then(|c| c.get("name")).and_then(|n| n.as_str()).unwrap_or("friend");
-        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, format!("Write a greeting for {name}."))])
-            .into())
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, format!("Write a greeting for {name}."))]).into())
     }
 }

@@ -2,7 +2,7 @@
 
 use rmcp::{
     ErrorData,
-    model::{Resource, ResourceContents, ResourceTemplate, ReadResourceResult},
+    model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate},
 };
 use serde_json::json;
 

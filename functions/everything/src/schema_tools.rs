@@ -2,7 +2,10 @@
 //! the keywords survive verbatim) and a tool with an `x-mcp-header` property.
 
 use rmcp::{
-    handler::server::{router::tool::{ToolRoute, ToolRouter}, wrapper::Parameters},
+    handler::server::{
+        router::tool::{ToolRoute, ToolRouter},
+        wrapper::Parameters,
+    },
     model::{CallToolResult, ContentBlock, Tool},
     tool,
 };

@@ -7,9 +7,9 @@ use rmcp::{
         router::{prompt::PromptRouter, tool::ToolRouter},
     },
     model::{
-        CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptRequestParams, GetPromptResponse,
-        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference, ServerCapabilities, ServerConfig,
+        CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptRequestParams, GetPromptResponse, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+        ReadResourceResponse, Reference, ServerCapabilities, ServerConfig,
     },
     service::RequestContext,
     tool_handler,
@@ -63,13 +63,8 @@ impl ServerHandler for EverythingServer {
     fn get_info(&self) -> ServerConfig {
         // listChanged only where responses stream: a buffered Lambda
         // cannot hold a subscriptions/listen stream open.
-        let capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_prompts()
-            .enable_resources()
-            .enable_completions()
-            .enable_tasks()
-            .build();
+        let capabilities =
+            ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources().enable_completions().enable_tasks().build();
         mcp_stateless::protocol::server_info(
             env!("CARGO_PKG_NAME"),
             env!("CARGO_PKG_VERSION"),
@@ -130,11 +125,7 @@ impl ServerHandler for EverythingServer {
         crate::resources::read(&request.uri).map(Into::into)
     }
 
-    async fn complete(
-        &self,
-        request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, ErrorData> {
+    async fn complete(&self, request: CompleteRequestParams, _context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData> {
         let values = match &request.r#ref {
             Reference::Prompt(prompt) if prompt.name == "test_prompt_with_arguments" => {
                 let typed = request.argument.value.as_str();

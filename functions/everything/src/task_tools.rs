@@ -127,9 +127,12 @@ impl EverythingServer {
     }
 
     #[tool(description = "Asks for a name by MRTR, then greets as a task")]
-    async fn test_tool_with_task(&self, ctx: CallContext, InputResponses(responses): InputResponses) -> Result<CallToolResponse, ErrorData> {
-        let name = answered(&responses, "user_name")
-            .and_then(|reply| reply.get("content")?.get("name")?.as_str().map(str::to_owned));
+    async fn test_tool_with_task(
+        &self,
+        ctx: CallContext,
+        InputResponses(responses): InputResponses,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = answered(&responses, "user_name").and_then(|reply| reply.get("content")?.get("name")?.as_str().map(str::to_owned));
         match name {
             // tasks.md: MRTR exchanges resolve before the task is created.
             None => Ok(InputRequiredResult::from_input_requests([("user_name".to_owned(), elicit_name())].into()).into()),

@@ -27,8 +27,8 @@ use futures::future::BoxFuture;
 use mcp_stateless::{
     handles::{Change, HandleKey, HandleRecord, HandleStore, Lookup},
     metrics::{self, Counter},
-    sealed::redemption::{Redemption, RedemptionLedger},
     random,
+    sealed::redemption::{Redemption, RedemptionLedger},
     storage::{StoreError, hex},
 };
 use serde_json::Value;
@@ -88,9 +88,7 @@ fn record(item: &Item) -> Result<HandleRecord, StoreError> {
 }
 
 /// Throttling, timeouts and outages after the SDK's own retries.
-pub(crate) fn unavailable<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
-    error: SdkError<E, R>,
-) -> StoreError {
+pub(crate) fn unavailable<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(error: SdkError<E, R>) -> StoreError {
     let detail = aws_sdk_dynamodb::error::DisplayErrorContext(&error).to_string();
     tracing::error!(error = %detail, "DynamoDB call failed");
     StoreError::Unavailable(error.code().unwrap_or("dispatch failure").to_owned())
@@ -119,8 +117,7 @@ pub(crate) const LAST_OP: &str = "last_op";
 pub(crate) fn operation_id() -> String {
     hex(&random::bytes::<12>())
 }
-const LIVE: &str =
-    "attribute_exists(pk) AND #owner = :owner AND expires_at > :now AND (attribute_not_exists(deadline) OR deadline > :now)";
+const LIVE: &str = "attribute_exists(pk) AND #owner = :owner AND expires_at > :now AND (attribute_not_exists(deadline) OR deadline > :now)";
 
 impl DynamoStore {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
@@ -157,7 +154,13 @@ impl DynamoStore {
     }
 
     /// `op`: the id an append wrote as `last_op`, if it was an append.
-    async fn finish_update(&self, key: &HandleKey, update: UpdateItemFluentBuilder, now: u64, op: Option<&str>) -> Result<Lookup, StoreError> {
+    async fn finish_update(
+        &self,
+        key: &HandleKey,
+        update: UpdateItemFluentBuilder,
+        now: u64,
+        op: Option<&str>,
+    ) -> Result<Lookup, StoreError> {
         match update.send().await {
             Ok(output) => Ok(Lookup::Found(record(&output.attributes.unwrap_or_default())?)),
             Err(error) => {
@@ -278,20 +281,12 @@ impl HandleStore for DynamoStore {
         })
     }
 
-    fn apply<'a>(
-        &'a self,
-        key: &'a HandleKey,
-        change: &'a Change,
-        now: u64,
-        expires_at: u64,
-    ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+    fn apply<'a>(&'a self, key: &'a HandleKey, change: &'a Change, now: u64, expires_at: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
             let update = self.live_update(key, now, expires_at);
             let op = matches!(change, Change::Append { .. }).then(operation_id);
             let update = match change {
-                Change::Touch => update
-                    .update_expression("SET last_used_at = :now, expires_at = :exp")
-                    .condition_expression(LIVE),
+                Change::Touch => update.update_expression("SET last_used_at = :now, expires_at = :exp").condition_expression(LIVE),
                 Change::Append { field, value, max_len } => update
                     .update_expression(
                         "SET #data.#field = list_append(#data.#field, :new), last_used_at = :now, expires_at = :exp, \
@@ -312,12 +307,7 @@ impl HandleStore for DynamoStore {
         })
     }
 
-    fn delete<'a>(
-        &'a self,
-        key: &'a HandleKey,
-        expected_version: Option<u64>,
-        now: u64,
-    ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+    fn delete<'a>(&'a self, key: &'a HandleKey, expected_version: Option<u64>, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
             let delete = self
                 .client

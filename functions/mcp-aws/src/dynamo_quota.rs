@@ -45,7 +45,12 @@ impl CreationQuota for DynamoStore {
         Box::pin(async move {
             let op = operation_id();
             let result = self
-                .counter(key, "ADD #count :one SET #expires = :expires, #last_op = :op", "attribute_not_exists(#count) OR #count < :limit", &op)
+                .counter(
+                    key,
+                    "ADD #count :one SET #expires = :expires, #last_op = :op",
+                    "attribute_not_exists(#count) OR #count < :limit",
+                    &op,
+                )
                 .expression_attribute_names("#expires", TTL_ATTRIBUTE)
                 .expression_attribute_values(":one", n(1))
                 .expression_attribute_values(":limit", n(u64::from(limit)))

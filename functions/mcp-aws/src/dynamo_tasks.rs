@@ -47,7 +47,9 @@ fn json_attribute<'a>(item: &'a crate::dynamo_handles::Item, name: &str) -> Resu
 /// A put that only creates, or finds its own earlier attempt (`:op`).
 const CREATE_ONLY: &str = "attribute_not_exists(pk) OR #last_op = :op";
 
-fn created<R: std::fmt::Debug>(result: Result<(), aws_sdk_dynamodb::error::SdkError<aws_sdk_dynamodb::operation::put_item::PutItemError, R>>) -> Result<(), StoreError> {
+fn created<R: std::fmt::Debug>(
+    result: Result<(), aws_sdk_dynamodb::error::SdkError<aws_sdk_dynamodb::operation::put_item::PutItemError, R>>,
+) -> Result<(), StoreError> {
     match result {
         Ok(()) => Ok(()),
         // Task ids are 128 random bits: a clash is not a real case.
@@ -60,7 +62,11 @@ fn status_name(record: &TaskRecord) -> String {
 }
 
 impl DynamoStore {
-    fn put_task(&self, key: &HandleKey, record: &TaskRecord) -> Result<aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder, StoreError> {
+    fn put_task(
+        &self,
+        key: &HandleKey,
+        record: &TaskRecord,
+    ) -> Result<aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder, StoreError> {
         let op = operation_id();
         let json = serde_json::to_string(record).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         Ok(self
@@ -118,7 +124,8 @@ impl TaskStore for DynamoStore {
             let Some(item) = self.owned_item(key).await? else {
                 return Ok(None);
             };
-            let record: TaskRecord = serde_json::from_str(json_attribute(&item, RECORD)?).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let record: TaskRecord =
+                serde_json::from_str(json_attribute(&item, RECORD)?).map_err(|e| StoreError::Corrupt(e.to_string()))?;
             // DynamoDB's TTL deletes lazily, up to days late.
             if record.expires_at <= now {
                 self.delete_expired(key, now).await?;

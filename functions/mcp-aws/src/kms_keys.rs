@@ -180,15 +180,17 @@ fn aead_key(mut bytes: Vec<u8>) -> Option<LessSafeKey> {
 /// unreachable or throttled is the server's failure (-32603).
 fn classify_decrypt_error(error: SdkError<DecryptError>) -> OpenError {
     let refused = match &error {
-        SdkError::ServiceError(service) => matches!(
-            service.err(),
-            DecryptError::InvalidCiphertextException(_)
-                | DecryptError::IncorrectKeyException(_)
-                | DecryptError::DisabledException(_)
-                | DecryptError::KmsInvalidStateException(_)
-                | DecryptError::NotFoundException(_)
-                | DecryptError::InvalidKeyUsageException(_)
-        ) || service.err().code() == Some("AccessDeniedException"),
+        SdkError::ServiceError(service) => {
+            matches!(
+                service.err(),
+                DecryptError::InvalidCiphertextException(_)
+                    | DecryptError::IncorrectKeyException(_)
+                    | DecryptError::DisabledException(_)
+                    | DecryptError::KmsInvalidStateException(_)
+                    | DecryptError::NotFoundException(_)
+                    | DecryptError::InvalidKeyUsageException(_)
+            ) || service.err().code() == Some("AccessDeniedException")
+        }
         _ => false,
     };
     if refused {
@@ -212,9 +214,7 @@ impl DataKeySource for KmsDataKeys {
         Box::pin(async move {
             // Held across the KMS call so concurrent seals share one request.
             let mut current = self.current.lock().await;
-            let fresh = current
-                .as_ref()
-                .is_some_and(|k| k.created.elapsed() < self.window.max_age && k.seals < self.window.max_seals);
+            let fresh = current.as_ref().is_some_and(|k| k.created.elapsed() < self.window.max_age && k.seals < self.window.max_seals);
             if fresh {
                 metrics::count(Counter::DataKeyCacheHits);
             } else {
@@ -236,7 +236,11 @@ impl DataKeySource for KmsDataKeys {
 
     fn opening_key<'a>(&'a self, key_ref: &'a [u8], caller: &'a str) -> BoxFuture<'a, Result<Arc<LessSafeKey>, OpenError>> {
         Box::pin(async move {
-            let current = self.current_for_open.lock().ok().and_then(|c| c.as_ref().filter(|(encrypted, _)| encrypted == key_ref).map(|(_, key)| key.clone()));
+            let current = self
+                .current_for_open
+                .lock()
+                .ok()
+                .and_then(|c| c.as_ref().filter(|(encrypted, _)| encrypted == key_ref).map(|(_, key)| key.clone()));
             if let Some(key) = current {
                 metrics::count(Counter::DataKeyCacheHits);
                 return Ok(key);
@@ -252,9 +256,10 @@ impl DataKeySource for KmsDataKeys {
                 return Err(OpenError::KeyRefused);
             }
             let window = &self.window;
-            let allowed = self.decrypt_budget.lock().is_ok_and(|mut budget| {
-                budget.take(caller, window.max_decrypts_per_minute, window.max_decrypts_per_caller_per_minute)
-            });
+            let allowed = self
+                .decrypt_budget
+                .lock()
+                .is_ok_and(|mut budget| budget.take(caller, window.max_decrypts_per_minute, window.max_decrypts_per_caller_per_minute));
             if !allowed {
                 // Nothing is known about the key: the state may well be
                 // genuine, so this is the server's condition (retryable

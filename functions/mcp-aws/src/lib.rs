@@ -27,8 +27,9 @@ use mcp_stateless::{
     sealed::request_state::{EnvelopeSealer, InProcessKey, RequestStateSealer},
     subscriptions::{ChangeFeed, InMemoryFeed, ListenPolicy, Subscriptions},
     tasks::{
-        TaskBackend, TaskPolicy, TaskTools, TaskWorker, timings,
+        TaskBackend, TaskPolicy, TaskTools, TaskWorker,
         store::{TaskStore, memory::InMemoryTaskStore},
+        timings,
     },
 };
 
@@ -52,9 +53,7 @@ pub async fn sdk_config_with(limits: &CallLimits) -> aws_config::SdkConfig {
 /// The loader behind [`sdk_config_with`], for callers that set more before
 /// loading (an endpoint set here overrides `AWS_ENDPOINT_URL`).
 pub fn sdk_loader(limits: &CallLimits) -> aws_config::ConfigLoader {
-    aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .timeout_config(limits.timeout_config())
-        .retry_config(limits.retry_config())
+    aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(limits.timeout_config()).retry_config(limits.retry_config())
 }
 
 /// Dependencies for `settings`: AWS where configured, memory elsewhere.
@@ -74,20 +73,19 @@ pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>,
         Arc<dyn TaskStore>,
         Arc<dyn CreationQuota>,
         Arc<dyn ChangeFeed>,
-    ) =
-        match (&settings.table_name, sdk) {
-            (Some(table), Some(sdk)) => {
-                let dynamo = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(sdk), table));
-                (dynamo.clone(), dynamo.clone(), dynamo.clone(), dynamo.clone(), dynamo)
-            }
-            _ => (
-                Arc::new(InMemoryHandleStore::default()),
-                Arc::new(InMemoryLedger::default()),
-                Arc::new(InMemoryTaskStore::default()),
-                Arc::new(InMemoryQuota::default()),
-                Arc::new(InMemoryFeed::default()),
-            ),
-        };
+    ) = match (&settings.table_name, sdk) {
+        (Some(table), Some(sdk)) => {
+            let dynamo = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(sdk), table));
+            (dynamo.clone(), dynamo.clone(), dynamo.clone(), dynamo.clone(), dynamo)
+        }
+        _ => (
+            Arc::new(InMemoryHandleStore::default()),
+            Arc::new(InMemoryLedger::default()),
+            Arc::new(InMemoryTaskStore::default()),
+            Arc::new(InMemoryQuota::default()),
+            Arc::new(InMemoryFeed::default()),
+        ),
+    };
     let tasks = match (&settings.task_queue_url, sdk) {
         (Some(url), Some(sdk)) => {
             TaskBackend::new(task_store, Arc::new(SqsTaskQueue::new(aws_sdk_sqs::Client::new(sdk), url)), clock.clone())
@@ -152,11 +150,7 @@ pub async fn run_worker(tools: TaskTools) -> Result<(), StartError> {
     mcp_stateless::edge::logging::init(mode);
     let settings = AwsSettings::from_env();
     let (Some(table), Some(queue_url)) = (&settings.table_name, &settings.task_queue_url) else {
-        return Err(StartError::Config(format!(
-            "the worker needs {} and {}",
-            settings::TABLE_NAME,
-            settings::TASK_QUEUE_URL
-        )));
+        return Err(StartError::Config(format!("the worker needs {} and {}", settings::TABLE_NAME, settings::TASK_QUEUE_URL)));
     };
     let limits = CallLimits::from_env();
     let sdk = sdk_config_with(&limits).await;

@@ -56,11 +56,7 @@ impl AwsSettings {
         .into_iter()
         .filter_map(|(name, absent)| absent.then_some(name))
         .collect();
-        if missing.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("{} must be set in Lambda (see template.yaml)", missing.join(", ")))
-        }
+        if missing.is_empty() { Ok(()) } else { Err(format!("{} must be set in Lambda (see template.yaml)", missing.join(", "))) }
     }
 
     pub fn audience(&self) -> &str {
@@ -76,7 +72,10 @@ mod tests {
     fn lambda_names_every_missing_variable() {
         let half = AwsSettings { state_key_id: Some("alias/x".into()), ..Default::default() };
         let error = half.check(Mode::Lambda).unwrap_err();
-        assert!(error.contains(TABLE_NAME) && error.contains(AUDIENCE) && error.contains(TASK_QUEUE_URL) && !error.contains(STATE_KEY_ID), "{error}");
+        assert!(
+            error.contains(TABLE_NAME) && error.contains(AUDIENCE) && error.contains(TASK_QUEUE_URL) && !error.contains(STATE_KEY_ID),
+            "{error}"
+        );
         assert!(half.check(Mode::Local).is_ok());
     }
 }

@@ -91,8 +91,14 @@ pub struct Retries {
 impl Retries {
     async fn delay(&self, receipt: &str, receives: u32) {
         let delay = retry_delay(receives).as_secs() as i32;
-        let changed =
-            self.client.change_message_visibility().queue_url(&self.queue_url).receipt_handle(receipt).visibility_timeout(delay).send().await;
+        let changed = self
+            .client
+            .change_message_visibility()
+            .queue_url(&self.queue_url)
+            .receipt_handle(receipt)
+            .visibility_timeout(delay)
+            .send()
+            .await;
         if let Err(error) = changed {
             // It comes back after the visibility timeout instead.
             tracing::warn!(error = %aws_sdk_sqs::error::DisplayErrorContext(&error), "ChangeMessageVisibility failed");
@@ -111,8 +117,7 @@ pub async fn handle_sqs_event(
 ) -> SqsBatchResponse {
     let mut response = SqsBatchResponse::default();
     for record in event.records {
-        let source =
-            if dead_letter_arn == Some(record.event_source_arn.as_str()) { Source::DeadLetterQueue } else { Source::TaskQueue };
+        let source = if dead_letter_arn == Some(record.event_source_arn.as_str()) { Source::DeadLetterQueue } else { Source::TaskQueue };
         let count = receives(&record.attributes);
         if handle_message(worker, source, &record.body, count, deadline).await == Disposition::Retry {
             if let (Source::TaskQueue, Some(retries)) = (source, retries) {
@@ -133,7 +138,9 @@ pub async fn serve_lambda(worker: TaskWorker, dead_letter_arn: Option<String>, r
         let left = Duration::from_millis(event.context.deadline)
             .saturating_sub(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default());
         let deadline = Some(tokio::time::Instant::now() + left);
-        async move { Ok::<_, std::convert::Infallible>(handle_sqs_event(&worker, event.payload, dead_letter_arn, Some(retries), deadline).await) }
+        async move {
+            Ok::<_, std::convert::Infallible>(handle_sqs_event(&worker, event.payload, dead_letter_arn, Some(retries), deadline).await)
+        }
     }))
     .await
 }

@@ -34,14 +34,14 @@ pub mod tasks;
 
 use std::sync::Arc;
 
-pub use protocol::context::{CallContext, Principal};
-pub use edge::endpoint::{EntryFacts, McpEndpoint};
-pub use handles::access::{HandleFailure, Handles};
-pub use handles::{Change, HandleKind};
-pub use sealed::mrtr::{RequestStates, StateScope};
-pub use edge::policy::{EdgePolicy, Mode};
 use clock::{Clock, SystemClock};
+pub use edge::endpoint::{EntryFacts, McpEndpoint};
+pub use edge::policy::{EdgePolicy, Mode};
+pub use handles::access::{HandleFailure, Handles};
 use handles::memory::InMemoryHandleStore;
+pub use handles::{Change, HandleKind};
+pub use protocol::context::{CallContext, Principal};
+pub use sealed::mrtr::{RequestStates, StateScope};
 use sealed::redemption::InMemoryLedger;
 use sealed::request_state::{EnvelopeSealer, InProcessKey};
 
@@ -93,7 +93,7 @@ pub enum StartError {
 /// Lambda, which hands a sandbox one event at a time (worker threads would
 /// cost start-up and memory for nothing); one worker per core locally, where
 /// one server takes concurrent requests.
-pub fn block_on<T>(mode: Mode, main: impl std::future::Future<Output = T>) -> T {
+pub fn block_on<T>(mode: Mode, main: impl Future<Output = T>) -> T {
     let mut builder = match mode {
         Mode::Lambda => tokio::runtime::Builder::new_current_thread(),
         Mode::Local => tokio::runtime::Builder::new_multi_thread(),
@@ -149,9 +149,8 @@ where
         Mode::Lambda => edge::lambda::serve_lambda(endpoint).await.map_err(StartError::Lambda),
         Mode::Local => {
             let addr = edge::local::address_from_env();
-            let listener = tokio::net::TcpListener::bind(&addr)
-                .await
-                .map_err(|source| StartError::Listen { addr: addr.clone(), source })?;
+            let listener =
+                tokio::net::TcpListener::bind(&addr).await.map_err(|source| StartError::Listen { addr: addr.clone(), source })?;
             let bound = listener.local_addr()?;
             edge::local::check_reach(bound, std::env::var(edge::local::DEV_PRINCIPAL_BEYOND_LOOPBACK).is_ok_and(|v| v == "1"))
                 .map_err(StartError::Config)?;

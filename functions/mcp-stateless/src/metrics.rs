@@ -29,8 +29,7 @@ pub enum Counter {
 }
 
 impl Counter {
-    pub const ALL: [Counter; 4] =
-        [Counter::KmsCalls, Counter::DataKeyCacheHits, Counter::ConditionalCheckFailures, Counter::StoreRetries];
+    pub const ALL: [Counter; 4] = [Counter::KmsCalls, Counter::DataKeyCacheHits, Counter::ConditionalCheckFailures, Counter::StoreRetries];
 
     /// The metric's name in CloudWatch.
     pub fn name(self) -> &'static str {

@@ -1,9 +1,9 @@
 //! Wiring for the starter function: the `ServerHandler` that serves the
 //! tools in [`tools`]. Edit `src/tools/`; this file rarely needs to change.
 
-pub mod tools;
 #[cfg(test)]
 mod testing;
+pub mod tools;
 
 use std::borrow::Cow;
 
@@ -11,8 +11,8 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     handler::server::router::tool::ToolRouter,
     model::{
-        ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, ProtocolVersion,
-        ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability, ServerCapabilities, ServerConfig,
+        ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+        ReadResourceResponse, ResourcesCapability, ServerCapabilities, ServerConfig,
     },
     service::RequestContext,
     tool_handler,
@@ -56,7 +56,14 @@ impl Server {
             &serde_json::json!([]),
             &serde_json::json!(resources.templates()),
         ));
-        Self { request_states: deps.request_states, handles: deps.handles, tasks, subscriptions: deps.subscriptions, resources, tool_router }
+        Self {
+            request_states: deps.request_states,
+            handles: deps.handles,
+            tasks,
+            subscriptions: deps.subscriptions,
+            resources,
+            tool_router,
+        }
     }
 }
 

@@ -19,26 +19,23 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use rmcp::{
     ServerHandler,
-    transport::{
-        StreamableHttpServerConfig, StreamableHttpService,
-        streamable_http_server::session::never::NeverSessionManager,
-    },
+    transport::{StreamableHttpServerConfig, StreamableHttpService, streamable_http_server::session::never::NeverSessionManager},
 };
 use serde_json::{Value, json};
 
 use crate::{
-    protocol::capability_guard::missing_capabilities,
-    protocol::context::{CallContext, Principal},
     edge::bearer::BearerVerifier,
     edge::error::{EdgeError, code},
     edge::policy::{EdgePolicy, MCP_PATH, Transport},
+    edge::protected_resource::ResourceMetadata,
+    edge::request_log::RequestLog,
     edge::stamp,
     edge::stream::{self, EdgeBody, Rewrite},
-    subscriptions::{MAX_LISTEN_TASK_IDS, TaskIdsFilter},
-    edge::protected_resource::ResourceMetadata,
-    protocol::SUPPORTED_VERSIONS,
-    edge::request_log::RequestLog,
     metrics,
+    protocol::SUPPORTED_VERSIONS,
+    protocol::capability_guard::missing_capabilities,
+    protocol::context::{CallContext, Principal},
+    subscriptions::{MAX_LISTEN_TASK_IDS, TaskIdsFilter},
 };
 
 /// Facts an entry point established outside the JSON body, attached to the
@@ -90,13 +87,16 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             .disable_allowed_hosts()
             .disable_allowed_origins();
         let server_info = Arc::new(serde_json::to_value(handler.get_info().server_info).unwrap_or_default());
-        let rmcp = StreamableHttpService::new(
-            move || Ok(handler.clone()),
-            Arc::new(NeverSessionManager::default()),
-            config,
-        );
+        let rmcp = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(NeverSessionManager::default()), config);
         let server_info_text = Arc::from(server_info.to_string());
-        Self { rmcp, policy: Arc::new(policy), server_info, server_info_text, resource_metadata: ResourceMetadata::from_env(), bearer: None }
+        Self {
+            rmcp,
+            policy: Arc::new(policy),
+            server_info,
+            server_info_text,
+            resource_metadata: ResourceMetadata::from_env(),
+            bearer: None,
+        }
     }
 
     /// Replaces the protected resource metadata read from the environment.
@@ -165,7 +165,10 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                     facts.unidentified = false;
                 }
                 Err(refusal) => {
-                    let host = request.extensions().get::<EntryFacts>().and_then(|f| f.api_domain.clone())
+                    let host = request
+                        .extensions()
+                        .get::<EntryFacts>()
+                        .and_then(|f| f.api_domain.clone())
                         .or_else(|| request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned))
                         .unwrap_or_default();
                     return Reply::Whole(refusal.into_response(&self.resource_metadata.url(&host), &verifier.policy().scopes));
@@ -185,12 +188,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
 
     /// Every check that needs no handler, in the order the spec's errors
     /// take precedence.
-    fn admit(
-        &self,
-        mut request: http::Request<Bytes>,
-        log: &mut RequestLog,
-        stream: bool,
-    ) -> Result<Admitted, (EdgeError, Option<Value>)> {
+    fn admit(&self, mut request: http::Request<Bytes>, log: &mut RequestLog, stream: bool) -> Result<Admitted, (EdgeError, Option<Value>)> {
         let facts = request.extensions().get::<EntryFacts>().cloned().unwrap_or_default();
         log.trace_id = request.headers().get("traceparent").and_then(|v| v.to_str().ok()).and_then(trace_id);
         if request.uri().path() != MCP_PATH {
@@ -228,11 +226,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             return Ok(Admitted::Other(request, id));
         };
         log.method = Some(method.to_owned());
-        log.target = object
-            .get("params")
-            .and_then(|p| p.get("name").or_else(|| p.get("uri")))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        log.target = object.get("params").and_then(|p| p.get("name").or_else(|| p.get("uri"))).and_then(Value::as_str).map(str::to_owned);
         if id.is_none() {
             // Notifications carry no `_meta` requirement; rmcp answers 202.
             return Ok(Admitted::Other(request, None));
@@ -271,11 +265,8 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     }
 
     fn check_host_and_origin(&self, request: &http::Request<Bytes>, api_domain: Option<&str>) -> Result<(), EdgeError> {
-        let host = request
-            .headers()
-            .get(header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .or_else(|| request.uri().authority().map(|a| a.as_str()));
+        let host =
+            request.headers().get(header::HOST).and_then(|v| v.to_str().ok()).or_else(|| request.uri().authority().map(|a| a.as_str()));
         if !host.is_some_and(|host| self.policy.host_allowed(host, api_domain)) {
             return Err(EdgeError::HostNotAllowed);
         }
@@ -395,10 +386,10 @@ struct Finished {
     mode: crate::edge::policy::Mode,
     status: StatusCode,
     started: Instant,
-    counts: std::sync::Arc<metrics::Counts>,
+    counts: Arc<metrics::Counts>,
 }
 
-impl stream::Rewrite for FinalRewrite {
+impl Rewrite for FinalRewrite {
     fn message(&mut self, message: &mut Value) {
         if message.get("method").and_then(Value::as_str) == Some("notifications/subscriptions/acknowledged") {
             // ext-tasks: the acknowledgement names the task ids agreed to.
@@ -423,9 +414,9 @@ impl stream::Rewrite for FinalRewrite {
         }
         // basic/index, "Per-response protocol fields": every result SHOULD
         // identify the server in its _meta; rmcp does so only for discover.
-        if let Some(meta) = message.get_mut("result").and_then(Value::as_object_mut).map(|result| {
-            result.entry("_meta").or_insert_with(|| json!({}))
-        }) && let Some(meta) = meta.as_object_mut()
+        if let Some(meta) =
+            message.get_mut("result").and_then(Value::as_object_mut).map(|result| result.entry("_meta").or_insert_with(|| json!({})))
+            && let Some(meta) = meta.as_object_mut()
             && !meta.contains_key(SERVER_INFO_META)
         {
             meta.insert(SERVER_INFO_META.to_owned(), Value::clone(&self.server_info));
@@ -506,6 +497,10 @@ impl Messages {
 }
 
 /// What the edge answers: whole, or rmcp's event stream still being written.
+// One per request, built and taken apart once: boxing the stream's parts
+// would add an allocation to every streamed answer to save a few hundred
+// bytes of one move.
+#[allow(clippy::large_enum_variant)]
 enum Reply {
     Whole(http::Response<Bytes>),
     Stream { parts: http::response::Parts, body: BoxBody<Bytes, Infallible>, finish: FinalRewrite, deadline: Option<Instant> },

@@ -140,8 +140,6 @@ pub fn jsonrpc_error_response(status: StatusCode, id: Option<Value>, error: Valu
     let body = json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": error});
     let mut response = http::Response::new(Bytes::from(body.to_string()));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }

@@ -50,10 +50,7 @@ pub async fn serve_lambda<S: ServerHandler + Clone>(endpoint: Arc<McpEndpoint<S>
 
 /// One Lambda event through the edge, answered whole; public so tests can
 /// feed fixtures.
-pub async fn handle_event<S: ServerHandler + Clone>(
-    endpoint: &McpEndpoint<S>,
-    event: lambda_http::Request,
-) -> lambda_http::Response<Body> {
+pub async fn handle_event<S: ServerHandler + Clone>(endpoint: &McpEndpoint<S>, event: lambda_http::Request) -> lambda_http::Response<Body> {
     let response = endpoint.handle(edge_request(event)).await;
     let (parts, body) = response.into_parts();
     let body = match String::from_utf8(body.to_vec()) {

@@ -13,11 +13,11 @@ use rmcp::ServerHandler;
 use tokio::net::TcpListener;
 
 use crate::{
-    protocol::context::Principal,
-    edge::error::EdgeError,
     edge::endpoint::{EntryFacts, McpEndpoint},
+    edge::error::EdgeError,
     edge::policy::{DEV_PRINCIPAL_HEADER, Transport},
     edge::stream::{self, EdgeBody},
+    protocol::context::Principal,
 };
 
 pub const DEFAULT_LOCAL_ADDR: &str = "127.0.0.1:3000";
@@ -38,10 +38,7 @@ pub fn address_from_env() -> String {
 pub const DEV_ISSUER: &str = "local-dev";
 
 /// Accepts connections until the listener fails.
-pub async fn serve_local<S: ServerHandler + Clone>(
-    endpoint: Arc<McpEndpoint<S>>,
-    listener: TcpListener,
-) -> std::io::Result<()> {
+pub async fn serve_local<S: ServerHandler + Clone>(endpoint: Arc<McpEndpoint<S>>, listener: TcpListener) -> std::io::Result<()> {
     loop {
         let (stream, _) = listener.accept().await?;
         let endpoint = endpoint.clone();
@@ -57,10 +54,7 @@ pub async fn serve_local<S: ServerHandler + Clone>(
     }
 }
 
-async fn local_request<S: ServerHandler + Clone>(
-    endpoint: &McpEndpoint<S>,
-    request: http::Request<Incoming>,
-) -> http::Response<EdgeBody> {
+async fn local_request<S: ServerHandler + Clone>(endpoint: &McpEndpoint<S>, request: http::Request<Incoming>) -> http::Response<EdgeBody> {
     let limit = endpoint.policy().max_body_bytes;
     let (mut parts, body) = request.into_parts();
     let body: Bytes = match Limited::new(body, limit).collect().await {
@@ -102,10 +96,7 @@ pub fn dev_principal(headers: &http::HeaderMap) -> Principal {
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map_or(Principal::Anonymous, |subject| Principal::Verified {
-            issuer: DEV_ISSUER.to_owned(),
-            subject: subject.to_owned(),
-        })
+        .map_or(Principal::Anonymous, |subject| Principal::Verified { issuer: DEV_ISSUER.to_owned(), subject: subject.to_owned() })
 }
 
 #[cfg(test)]

@@ -27,9 +27,7 @@ fn filter(requested: &str) -> Targets {
 }
 
 pub fn init(mode: Mode) {
-    let requested = std::env::var("MCP_LOG_LEVEL")
-        .or_else(|_| std::env::var("RUST_LOG"))
-        .unwrap_or_else(|_| "info".to_owned());
+    let requested = std::env::var("MCP_LOG_LEVEL").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "info".to_owned());
     let builder = tracing_subscriber::fmt().with_writer(std::io::stderr);
     let _ = match mode {
         Mode::Lambda => {

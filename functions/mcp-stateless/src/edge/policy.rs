@@ -66,12 +66,7 @@ impl EdgePolicy {
     /// `MCP_MAX_BODY_BYTES` and `MCP_TRANSPORT`.
     pub fn from_env(mode: Mode) -> Result<Self, String> {
         let list = |name: &str| -> Vec<String> {
-            env::var(name)
-                .unwrap_or_default()
-                .split(',')
-                .map(|h| h.trim().to_ascii_lowercase())
-                .filter(|h| !h.is_empty())
-                .collect()
+            env::var(name).unwrap_or_default().split(',').map(|h| h.trim().to_ascii_lowercase()).filter(|h| !h.is_empty()).collect()
         };
         let max_body_bytes = match env::var("MCP_MAX_BODY_BYTES") {
             Ok(v) => v.parse().map_err(|_| format!("MCP_MAX_BODY_BYTES is not a byte count: {v:?}"))?,

@@ -27,13 +27,7 @@ pub struct ResourceMetadata {
 }
 
 fn list(name: &str) -> Vec<String> {
-    std::env::var(name)
-        .unwrap_or_default()
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
+    std::env::var(name).unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
 }
 
 impl ResourceMetadata {
@@ -63,8 +57,7 @@ impl ResourceMetadata {
         if self.authorization_servers.is_empty() {
             return None;
         }
-        let resource =
-            self.resource.clone().unwrap_or_else(|| format!("{}://{host}{}{MCP_PATH}", scheme_for(host), self.base_path));
+        let resource = self.resource.clone().unwrap_or_else(|| format!("{}://{host}{}{MCP_PATH}", scheme_for(host), self.base_path));
         let document = json!({
             "resource": resource,
             "authorization_servers": self.authorization_servers,
@@ -109,8 +102,7 @@ mod tests {
             resource: None,
             base_path: String::new(),
         };
-        let body: serde_json::Value =
-            serde_json::from_slice(metadata.response("api.example.com").unwrap().body()).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(metadata.response("api.example.com").unwrap().body()).unwrap();
         assert_eq!(body["resource"], "https://api.example.com/mcp");
         let staged = ResourceMetadata { base_path: "/api".into(), ..metadata.clone() };
         let body: serde_json::Value = serde_json::from_slice(staged.response("api.example.com").unwrap().body()).unwrap();

@@ -201,7 +201,10 @@ mod tests {
         for name in directive["Metrics"].as_array().unwrap().iter().map(|m| m["Name"].as_str().unwrap()) {
             assert!(record[name].is_number(), "{name}");
         }
-        assert_eq!((record["Method"].as_str(), record["Tool"].as_str(), record["Outcome"].as_str()), (Some("tools/call"), Some("echo"), Some("complete")));
+        assert_eq!(
+            (record["Method"].as_str(), record["Tool"].as_str(), record["Outcome"].as_str()),
+            (Some("tools/call"), Some("echo"), Some("complete"))
+        );
         assert_eq!((record["Requests"].as_u64(), record["Latency"].as_f64()), (Some(1), Some(1.5)));
 
         // Names the caller made up stay out of the dimensions.

@@ -132,8 +132,7 @@ impl<R: Rewrite> State<R> {
     /// carry keep-alives) unchanged.
     fn render(&mut self, event: &str) -> String {
         let data: Vec<&str> = event.lines().filter_map(|line| line.strip_prefix("data:")).map(str::trim_start).collect();
-        let Some(mut message) = (!data.is_empty()).then(|| serde_json::from_str::<Value>(&data.join("\n")).ok()).flatten()
-        else {
+        let Some(mut message) = (!data.is_empty()).then(|| serde_json::from_str::<Value>(&data.join("\n")).ok()).flatten() else {
             return format!("{event}\n\n");
         };
         self.rewrite.message(&mut message);

@@ -24,7 +24,9 @@ pub enum HandleFailure {
     /// Unknown, malformed or somebody else's: one answer for all three.
     Unknown,
     Expired,
-    TooLarge { limit: usize },
+    TooLarge {
+        limit: usize,
+    },
     LimitReached,
     /// The owner holds as many of this kind as it may.
     TooMany,
@@ -46,9 +48,9 @@ impl HandleFailure {
             ),
             Self::TooLarge { limit } => format!("The {noun} would exceed its size limit of {limit} bytes."),
             Self::LimitReached => format!("The {noun} is full."),
-            Self::TooMany => format!(
-                "You have too many open {noun}s. Finish or discard one you no longer need, or wait for one to expire."
-            ),
+            Self::TooMany => {
+                format!("You have too many open {noun}s. Finish or discard one you no longer need, or wait for one to expire.")
+            }
             Self::Busy => format!("The {noun} is being changed by other calls right now; try again."),
             Self::Store(error) => {
                 tracing::error!(%error, "handle store failed");
@@ -183,13 +185,7 @@ impl Handles {
 
     /// One round trip: existence, owner and expiry checks, the change, the
     /// version bump and the new expiry in a single conditional write.
-    pub async fn apply(
-        &self,
-        ctx: &CallContext,
-        kind: &HandleKind,
-        handle: &str,
-        change: &Change,
-    ) -> Result<HandleRecord, HandleFailure> {
+    pub async fn apply(&self, ctx: &CallContext, kind: &HandleKind, handle: &str, change: &Change) -> Result<HandleRecord, HandleFailure> {
         if let Change::Append { value, max_len, .. } = change {
             // The store's condition counts elements, not bytes: each element
             // gets an equal share of the kind's byte budget, so a full list
@@ -238,13 +234,7 @@ impl Handles {
     /// Deletes the caller's live handle only if it is still at `version`
     /// (the version a confirmation described): [`HandleFailure::Busy`] if it
     /// changed since. One round trip.
-    pub async fn delete_at(
-        &self,
-        ctx: &CallContext,
-        kind: &HandleKind,
-        handle: &str,
-        version: u64,
-    ) -> Result<HandleRecord, HandleFailure> {
+    pub async fn delete_at(&self, ctx: &CallContext, kind: &HandleKind, handle: &str, version: u64) -> Result<HandleRecord, HandleFailure> {
         let key = self.key(ctx, kind, handle)?;
         self.deleted(kind, self.store.delete(&key, Some(version), self.clock.now()).await).await
     }
@@ -255,7 +245,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{clock::ManualClock, protocol::context::Principal, handles::memory::InMemoryHandleStore};
+    use crate::{clock::ManualClock, handles::memory::InMemoryHandleStore, protocol::context::Principal};
 
     const BASKET: HandleKind = HandleKind {
         prefix: "bsk",

@@ -56,14 +56,11 @@ impl HandleKind {
 
     /// Checked before any store call: a malformed string costs nothing.
     pub fn is_well_formed(&self, handle: &str) -> bool {
-        handle
-            .strip_prefix(self.prefix)
-            .and_then(|rest| rest.strip_prefix('_'))
-            .is_some_and(|random| {
-                random.len() == HANDLE_RANDOM_CHARS
-                    && random.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-                    && URL_SAFE_NO_PAD.decode(random).is_ok_and(|bytes| bytes.len() == HANDLE_RANDOM_BYTES)
-            })
+        handle.strip_prefix(self.prefix).and_then(|rest| rest.strip_prefix('_')).is_some_and(|random| {
+            random.len() == HANDLE_RANDOM_CHARS
+                && random.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                && URL_SAFE_NO_PAD.decode(random).is_ok_and(|bytes| bytes.len() == HANDLE_RANDOM_BYTES)
+        })
     }
 }
 
@@ -159,22 +156,11 @@ pub trait HandleStore: Send + Sync {
 
     /// Checks existence and expiry, applies `change`, bumps the version and
     /// slides the expiry, in one round trip. Answers the new record.
-    fn apply<'a>(
-        &'a self,
-        key: &'a HandleKey,
-        change: &'a Change,
-        now: u64,
-        expires_at: u64,
-    ) -> BoxFuture<'a, Result<Lookup, StoreError>>;
+    fn apply<'a>(&'a self, key: &'a HandleKey, change: &'a Change, now: u64, expires_at: u64) -> BoxFuture<'a, Result<Lookup, StoreError>>;
 
     /// Deletes the item if it is live (and still at `expected_version`,
     /// when given: `Conflict` otherwise); answers what it found.
-    fn delete<'a>(
-        &'a self,
-        key: &'a HandleKey,
-        expected_version: Option<u64>,
-        now: u64,
-    ) -> BoxFuture<'a, Result<Lookup, StoreError>>;
+    fn delete<'a>(&'a self, key: &'a HandleKey, expected_version: Option<u64>, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>>;
 }
 
 pub mod memory {
@@ -279,12 +265,7 @@ pub mod memory {
             }))
         }
 
-        fn delete<'a>(
-            &'a self,
-            key: &'a HandleKey,
-            expected_version: Option<u64>,
-            now: u64,
-        ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+        fn delete<'a>(&'a self, key: &'a HandleKey, expected_version: Option<u64>, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
             ready(self.with_items(|items| match Self::live(items, key, now) {
                 Ok(record) if expected_version.is_some_and(|v| v != record.version) => Lookup::Conflict,
                 Ok(_) => Lookup::Found(items.remove(&key.partition_key).expect("present")),
@@ -298,16 +279,15 @@ pub mod memory {
 mod tests {
     use super::*;
 
-    const KIND: HandleKind =
-        HandleKind {
-            prefix: "bsk",
-            noun: "basket",
-            created_by: "create_basket",
-            idle_ttl: Duration::from_secs(60),
-            max_lifetime: Duration::from_secs(600),
-            max_data_bytes: 1024,
-            max_per_owner: 10,
-        };
+    const KIND: HandleKind = HandleKind {
+        prefix: "bsk",
+        noun: "basket",
+        created_by: "create_basket",
+        idle_ttl: Duration::from_secs(60),
+        max_lifetime: Duration::from_secs(600),
+        max_data_bytes: 1024,
+        max_per_owner: 10,
+    };
 
     #[test]
     fn minted_handles_are_well_formed_and_distinct() {

@@ -10,8 +10,11 @@ use serde_json::{Value, json};
 
 use crate::{
     CallContext,
+    handles::{
+        HandleKind, HandleRecord,
+        access::{HandleFailure, Handles},
+    },
     storage::StoreError,
-    handles::{HandleKind, HandleRecord, access::{HandleFailure, Handles}},
 };
 
 /// One kind of handle exposed as resources.

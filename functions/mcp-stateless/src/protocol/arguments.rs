@@ -80,10 +80,7 @@ fn compile(schema: &JsonObject) -> Result<Validator, String> {
     // 2020-12 is the dialect the spec assumes when a schema names none.
     // No retriever is compiled in, so a remote `$ref` fails here rather
     // than being fetched.
-    jsonschema::options()
-        .with_draft(Draft::Draft202012)
-        .build(&Value::Object(schema.clone()))
-        .map_err(|error| error.to_string())
+    jsonschema::options().with_draft(Draft::Draft202012).build(&Value::Object(schema.clone())).map_err(|error| error.to_string())
 }
 
 /// `instance` checked against an answer schema the server itself sent (an

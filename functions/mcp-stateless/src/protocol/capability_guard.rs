@@ -37,10 +37,7 @@ fn needed_by(input_request: &Value) -> Option<(&'static str, Option<&'static str
 
 /// The `requiredCapabilities` object for the input requests the client cannot
 /// answer, or `None` when it declared everything they need.
-pub fn missing_capabilities(
-    declared: &Map<String, Value>,
-    input_requests: &Map<String, Value>,
-) -> Option<Value> {
+pub fn missing_capabilities(declared: &Map<String, Value>, input_requests: &Map<String, Value>) -> Option<Value> {
     let mut required = Map::new();
     for (capability, feature) in input_requests.values().filter_map(needed_by) {
         if declares(declared, capability, feature) {
@@ -88,9 +85,6 @@ mod tests {
     #[test]
     fn url_elicitation_needs_url_mode() {
         let requests = caps(json!({"u": {"method": "elicitation/create", "params": {"mode": "url"}}}));
-        assert_eq!(
-            missing_capabilities(&caps(json!({"elicitation": {}})), &requests),
-            Some(json!({"elicitation": {"url": {}}}))
-        );
+        assert_eq!(missing_capabilities(&caps(json!({"elicitation": {}})), &requests), Some(json!({"elicitation": {"url": {}}})));
     }
 }

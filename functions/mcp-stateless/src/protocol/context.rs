@@ -68,22 +68,11 @@ pub enum MetaError {
 impl CallContext {
     /// Reads the required per-request fields from `params._meta`.
     /// `clientInfo` is optional (basic/index): its absence is not an error.
-    pub fn from_meta(
-        meta: Option<&Value>,
-        traceparent: Option<String>,
-        principal: Principal,
-    ) -> Result<Self, MetaError> {
+    pub fn from_meta(meta: Option<&Value>, traceparent: Option<String>, principal: Principal) -> Result<Self, MetaError> {
         let meta = meta.and_then(Value::as_object).ok_or(MetaError::Missing)?;
-        let protocol_version = meta
-            .get(META_PROTOCOL_VERSION)
-            .and_then(Value::as_str)
-            .ok_or(MetaError::MissingProtocolVersion)?
-            .to_owned();
-        let client_capabilities = meta
-            .get(META_CLIENT_CAPABILITIES)
-            .and_then(Value::as_object)
-            .ok_or(MetaError::MissingClientCapabilities)?
-            .clone();
+        let protocol_version = meta.get(META_PROTOCOL_VERSION).and_then(Value::as_str).ok_or(MetaError::MissingProtocolVersion)?.to_owned();
+        let client_capabilities =
+            meta.get(META_CLIENT_CAPABILITIES).and_then(Value::as_object).ok_or(MetaError::MissingClientCapabilities)?.clone();
         Ok(Self {
             protocol_version,
             client_capabilities,
@@ -145,19 +134,10 @@ mod tests {
         assert!(ctx.client_info.is_none());
 
         let no_version = json!({META_CLIENT_CAPABILITIES: {}});
-        assert_eq!(
-            CallContext::from_meta(Some(&no_version), None, Principal::Anonymous).unwrap_err(),
-            MetaError::MissingProtocolVersion
-        );
+        assert_eq!(CallContext::from_meta(Some(&no_version), None, Principal::Anonymous).unwrap_err(), MetaError::MissingProtocolVersion);
         let no_caps = json!({META_PROTOCOL_VERSION: "2026-07-28"});
-        assert_eq!(
-            CallContext::from_meta(Some(&no_caps), None, Principal::Anonymous).unwrap_err(),
-            MetaError::MissingClientCapabilities
-        );
-        assert_eq!(
-            CallContext::from_meta(None, None, Principal::Anonymous).unwrap_err(),
-            MetaError::Missing
-        );
+        assert_eq!(CallContext::from_meta(Some(&no_caps), None, Principal::Anonymous).unwrap_err(), MetaError::MissingClientCapabilities);
+        assert_eq!(CallContext::from_meta(None, None, Principal::Anonymous).unwrap_err(), MetaError::Missing);
     }
 
     #[test]

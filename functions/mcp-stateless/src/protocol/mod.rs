@@ -10,8 +10,8 @@ pub mod report;
 use std::borrow::Cow;
 
 use rmcp::model::{
-    CallToolRequestParams, CancelTaskParams, CompleteRequestParams, GetPromptRequestParams, GetTaskParams, Implementation,
-    ProtocolVersion, ReadResourceRequestParams, ServerCapabilities, ServerConfig, UpdateTaskParams,
+    CallToolRequestParams, CancelTaskParams, CompleteRequestParams, GetPromptRequestParams, GetTaskParams, Implementation, ProtocolVersion,
+    ReadResourceRequestParams, ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;

@@ -79,12 +79,7 @@ fn rank(level: LoggingLevel) -> u8 {
 impl<C: AsRequestContext> FromContextPart<C> for Reporter {
     fn from_context_part(context: &mut C) -> Result<Self, ErrorData> {
         let request = context.as_request_context();
-        Ok(Self {
-            peer: request.peer.clone(),
-            token: request.meta.get_progress_token(),
-            level: request.meta.log_level(),
-            last: None,
-        })
+        Ok(Self { peer: request.peer.clone(), token: request.meta.get_progress_token(), level: request.meta.log_level(), last: None })
     }
 }
 

@@ -5,8 +5,7 @@
 use std::{sync::Arc, time::Duration};
 
 use rmcp::model::{
-    ElicitRequest, ElicitRequestParams, ErrorCode, ErrorData, InputRequest, InputRequests, InputRequiredResult,
-    InputResponses,
+    ElicitRequest, ElicitRequestParams, ErrorCode, ErrorData, InputRequest, InputRequests, InputRequiredResult, InputResponses,
 };
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, json};
@@ -85,40 +84,27 @@ impl RequestStates {
         StateBinding::new(ctx, scope.method, scope.target, scope.arguments, &self.audience)
     }
 
-    pub async fn seal(
-        &self,
-        ctx: &CallContext,
-        scope: StateScope<'_>,
-        continuation: &impl Serialize,
-    ) -> Result<String, ErrorData> {
+    pub async fn seal(&self, ctx: &CallContext, scope: StateScope<'_>, continuation: &impl Serialize) -> Result<String, ErrorData> {
         let continuation = serde_json::to_value(continuation)
             .map_err(|e| ErrorData::internal_error(format!("continuation is not serializable: {e}"), None))?;
-        self.sealer
-            .seal(&self.binding(ctx, scope), &continuation, self.ttl)
-            .await
-            .map_err(|error| match error {
-                // The sizes are the server's business: logged, not sent. A
-                // tool that carries user input should bound it first and
-                // answer with a tool error the user can act on.
-                SealError::TooLarge { .. } | SealError::Serialize(_) => {
-                    tracing::error!(%error, "sealing requestState failed");
-                    ErrorData::internal_error("the tool's state is too large to carry between rounds", None)
-                }
-                SealError::KeyUnavailable(_) => {
-                    tracing::error!(%error, "sealing requestState failed");
-                    ErrorData::internal_error("request state service unavailable", None)
-                }
-            })
+        self.sealer.seal(&self.binding(ctx, scope), &continuation, self.ttl).await.map_err(|error| match error {
+            // The sizes are the server's business: logged, not sent. A
+            // tool that carries user input should bound it first and
+            // answer with a tool error the user can act on.
+            SealError::TooLarge { .. } | SealError::Serialize(_) => {
+                tracing::error!(%error, "sealing requestState failed");
+                ErrorData::internal_error("the tool's state is too large to carry between rounds", None)
+            }
+            SealError::KeyUnavailable(_) => {
+                tracing::error!(%error, "sealing requestState failed");
+                ErrorData::internal_error("request state service unavailable", None)
+            }
+        })
     }
 
     /// Opens a state the client echoed. The state may be replayed until it
     /// expires, which the spec allows for idempotent continuations.
-    pub async fn open<T: DeserializeOwned>(
-        &self,
-        ctx: &CallContext,
-        scope: StateScope<'_>,
-        token: &str,
-    ) -> Result<T, ErrorData> {
+    pub async fn open<T: DeserializeOwned>(&self, ctx: &CallContext, scope: StateScope<'_>, token: &str) -> Result<T, ErrorData> {
         decode(self.open_state(ctx, scope, token).await?)
     }
 
@@ -126,12 +112,7 @@ impl RequestStates {
     /// For steps that must not happen twice (a payment, a redemption). The
     /// record is written only after the token opened, so a forged or
     /// expired token, or an unreachable KMS, writes nothing.
-    pub async fn open_once<T: DeserializeOwned>(
-        &self,
-        ctx: &CallContext,
-        scope: StateScope<'_>,
-        token: &str,
-    ) -> Result<T, ErrorData> {
+    pub async fn open_once<T: DeserializeOwned>(&self, ctx: &CallContext, scope: StateScope<'_>, token: &str) -> Result<T, ErrorData> {
         let opened = self.open_state(ctx, scope, token).await?;
         let redemption = self.ledger.redeem(&opened.jti, opened.expires_at, self.clock.now()).await.map_err(|error| {
             tracing::error!(%error, "recording a single-use requestState failed");
@@ -186,10 +167,7 @@ pub fn read_elicitation(reply: Option<&Value>) -> ElicitationReply<'_> {
         return ElicitationReply::Missing;
     };
     match reply.get("action").and_then(Value::as_str) {
-        Some("accept") => reply
-            .get("content")
-            .and_then(Value::as_object)
-            .map_or(ElicitationReply::Missing, ElicitationReply::Accepted),
+        Some("accept") => reply.get("content").and_then(Value::as_object).map_or(ElicitationReply::Missing, ElicitationReply::Accepted),
         Some("decline") => ElicitationReply::Declined,
         Some("cancel") => ElicitationReply::Cancelled,
         _ => ElicitationReply::Missing,
@@ -278,7 +256,8 @@ mod tests {
     };
 
     fn ctx(capabilities: Value) -> CallContext {
-        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": capabilities});
+        let meta =
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": capabilities});
         CallContext::from_meta(Some(&meta), None, Principal::Anonymous).unwrap()
     }
 

@@ -124,12 +124,7 @@ pub enum OpenError {
 
 /// The port tools seal their continuations through.
 pub trait RequestStateSealer: Send + Sync {
-    fn seal<'a>(
-        &'a self,
-        binding: &'a StateBinding,
-        continuation: &'a Value,
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<String, SealError>>;
+    fn seal<'a>(&'a self, binding: &'a StateBinding, continuation: &'a Value, ttl: Duration) -> BoxFuture<'a, Result<String, SealError>>;
 
     fn open<'a>(&'a self, binding: &'a StateBinding, token: &'a str) -> BoxFuture<'a, Result<OpenedState, OpenError>>;
 }
@@ -238,12 +233,8 @@ impl<K: DataKeySource> EnvelopeSealer<K> {
         let SealingKey { key_ref, key } = self.keys.sealing_key().await?;
         let key_ref_len = u16::try_from(key_ref.len()).map_err(|_| SealError::KeyUnavailable("key reference too long".into()))?;
         let nonce = random::bytes::<NONCE_LEN>();
-        key.seal_in_place_append_tag(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(binding.associated_data(&key_ref)),
-            &mut in_out,
-        )
-        .map_err(|_| SealError::KeyUnavailable("AES-GCM seal failed".into()))?;
+        key.seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(binding.associated_data(&key_ref)), &mut in_out)
+            .map_err(|_| SealError::KeyUnavailable("AES-GCM seal failed".into()))?;
 
         let mut raw = Vec::with_capacity(2 + key_ref.len() + NONCE_LEN + in_out.len());
         raw.extend_from_slice(&key_ref_len.to_be_bytes());
@@ -275,9 +266,8 @@ impl<K: DataKeySource> EnvelopeSealer<K> {
 
         let key = self.keys.opening_key(key_ref, &binding.principal).await?;
         let mut in_out = ciphertext.to_vec();
-        let plaintext = key
-            .open_in_place(nonce, Aad::from(binding.associated_data(key_ref)), &mut in_out)
-            .map_err(|_| OpenError::Forged)?;
+        let plaintext =
+            key.open_in_place(nonce, Aad::from(binding.associated_data(key_ref)), &mut in_out).map_err(|_| OpenError::Forged)?;
         let payload: SealedPayload = serde_json::from_slice(plaintext).map_err(|_| OpenError::Malformed)?;
         if self.clock.now() >= payload.exp {
             return Err(OpenError::Expired);
@@ -291,12 +281,7 @@ impl<K: DataKeySource> EnvelopeSealer<K> {
 }
 
 impl<K: DataKeySource> RequestStateSealer for EnvelopeSealer<K> {
-    fn seal<'a>(
-        &'a self,
-        binding: &'a StateBinding,
-        continuation: &'a Value,
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<String, SealError>> {
+    fn seal<'a>(&'a self, binding: &'a StateBinding, continuation: &'a Value, ttl: Duration) -> BoxFuture<'a, Result<String, SealError>> {
         Box::pin(self.seal_payload(binding, continuation, ttl))
     }
 

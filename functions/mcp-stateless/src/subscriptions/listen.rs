@@ -5,9 +5,7 @@ use std::time::Duration;
 
 use rmcp::{
     ErrorData,
-    model::{
-        NotificationMetaObject, ServerNotification, TaskStatusNotification, TaskStatusNotificationParams,
-    },
+    model::{NotificationMetaObject, ServerNotification, TaskStatusNotification, TaskStatusNotificationParams},
     service::SubscriptionContext,
 };
 use serde_json::Value;
@@ -35,8 +33,7 @@ pub struct Watched<'a> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskIdsFilter(pub Vec<String>);
 
-const TOO_MANY_STREAMS: &str =
-    "You have too many subscriptions/listen streams open. Close one you no longer need, or wait for one to end.";
+const TOO_MANY_STREAMS: &str = "You have too many subscriptions/listen streams open. Close one you no longer need, or wait for one to end.";
 
 /// How far back a change counts as made after the acknowledgement: the
 /// time between it and the first read, plus clock skew between instances.
@@ -193,11 +190,7 @@ impl Subscriptions {
 /// The task as `tasks/get` gives it to `ctx`, and what identifies its
 /// state (everything but `lastUpdatedAt`, which heartbeats move). None for
 /// a task that is unknown or someone else's: both are never notified.
-async fn task_state(
-    tasks: Option<&Tasks>,
-    ctx: &CallContext,
-    id: &str,
-) -> Option<(String, rmcp::model::DetailedTask)> {
+async fn task_state(tasks: Option<&Tasks>, ctx: &CallContext, id: &str) -> Option<(String, rmcp::model::DetailedTask)> {
     let result = tasks?.get(ctx, id).await.ok()?;
     let mut value = serde_json::to_value(&result.task).ok()?;
     if let Value::Object(object) = &mut value {
@@ -208,7 +201,7 @@ async fn task_state(
 
 /// Whether `send` delivered before the stream's end: a client that stops
 /// reading (and a full connection) cannot hold a stream past its bound.
-async fn within(ends: tokio::time::Instant, send: impl std::future::Future<Output = bool>) -> bool {
+async fn within(ends: tokio::time::Instant, send: impl Future<Output = bool>) -> bool {
     tokio::select! {
         sent = send => sent,
         _ = tokio::time::sleep_until(ends) => false,

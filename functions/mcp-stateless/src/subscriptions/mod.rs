@@ -19,12 +19,7 @@ use std::{
 
 use rmcp::model::{ServerCapabilities, SubscriptionFilter};
 
-use crate::{
-    clock::Clock,
-    edge::policy::Transport,
-    quota::CreationQuota,
-    storage::StoreError,
-};
+use crate::{clock::Clock, edge::policy::Transport, quota::CreationQuota, storage::StoreError};
 pub use feed::{ChangeFeed, InMemoryFeed, ListDigests, ListKind};
 pub use listen::{TaskIdsFilter, Watched};
 
@@ -55,12 +50,7 @@ impl ListenPolicy {
     pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(250);
 
     pub fn new(enabled: bool) -> Self {
-        Self {
-            enabled,
-            lifetime: Self::DEFAULT_LIFETIME,
-            poll_interval: Self::DEFAULT_POLL_INTERVAL,
-            max_per_owner: 5,
-        }
+        Self { enabled, lifetime: Self::DEFAULT_LIFETIME, poll_interval: Self::DEFAULT_POLL_INTERVAL, max_per_owner: 5 }
     }
 
     /// For this process: its mode and `MCP_TRANSPORT` decide whether
@@ -76,8 +66,7 @@ impl ListenPolicy {
         Self {
             lifetime: number("MCP_LISTEN_SECONDS").map_or(defaults.lifetime, Duration::from_secs),
             poll_interval: number("MCP_FEED_POLL_MS").map_or(defaults.poll_interval, |ms| Duration::from_millis(ms.max(10))),
-            max_per_owner: number("MCP_LISTEN_MAX_PER_OWNER")
-                .map_or(defaults.max_per_owner, |n| n.min(u64::from(u32::MAX)) as u32),
+            max_per_owner: number("MCP_LISTEN_MAX_PER_OWNER").map_or(defaults.max_per_owner, |n| n.min(u64::from(u32::MAX)) as u32),
             ..defaults
         }
     }

@@ -47,7 +47,6 @@ impl TaskBackend {
         Self { in_process: Some(Arc::new(Mutex::new(Some(messages)))), ..Self::new(store, Arc::new(queue), clock) }
     }
 
-
     pub fn with_policy(mut self, policy: TaskPolicy) -> Self {
         self.policy = policy;
         self

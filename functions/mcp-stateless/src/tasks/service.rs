@@ -7,7 +7,10 @@ use std::{sync::Arc, time::Duration};
 
 use rmcp::{
     ErrorData,
-    handler::server::{router::tool::{ToolRoute, ToolRouter}, tool::ToolCallContext},
+    handler::server::{
+        router::tool::{ToolRoute, ToolRouter},
+        tool::ToolCallContext,
+    },
     model::{
         CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, CreateTaskResult, GetTaskResult, JsonObject,
         TASKS_EXTENSION_ID, TaskStatus, UpdateTaskParams,
@@ -236,7 +239,8 @@ impl Tasks {
             Err(_) => {
                 tracing::info!(tool = tool.name(), "inline task run stopped at its limit");
                 let mut error = missing_tasks_capability();
-                error.message = format!("This call takes longer than {} s; call it as a task (the tasks extension).", limit.as_secs()).into();
+                error.message =
+                    format!("This call takes longer than {} s; call it as a task (the tasks extension).", limit.as_secs()).into();
                 Err(error)
             }
         }
@@ -321,14 +325,15 @@ impl Tasks {
     async fn dispatch_new(&self, key: &HandleKey) -> Result<(), ErrorData> {
         let Err(error) = self.queue.enqueue(&TaskMessage::for_key(key)).await else { return Ok(()) };
         tracing::error!(%error, "task queue send failed");
-        let failed = self.transition(key, |record| {
-            if record.is_terminal() {
-                return Decision::Keep;
-            }
-            record.fail(rmcp::model::ErrorCode::INTERNAL_ERROR.0, "The task could not be scheduled.");
-            Decision::Write
-        })
-        .await;
+        let failed = self
+            .transition(key, |record| {
+                if record.is_terminal() {
+                    return Decision::Keep;
+                }
+                record.fail(rmcp::model::ErrorCode::INTERNAL_ERROR.0, "The task could not be scheduled.");
+                Decision::Write
+            })
+            .await;
         if let Err(error) = failed {
             // Left runnable: tasks/get sends it once its start deadline passes.
             tracing::error!(%error, "could not mark an unscheduled task failed");
@@ -352,25 +357,26 @@ impl Tasks {
         let now_ms = self.clock.now_ms();
         let policy = &self.policy;
         let mut resend = false;
-        let record = self.transition(&key, |record| {
-            resend = false;
-            match stalled(record, policy, now_ms) {
-                Stall::No => Decision::Keep,
-                Stall::OutOfAttempts => {
-                    record.fail(rmcp::model::ErrorCode::INTERNAL_ERROR.0, &out_of_attempts(record.unfinished_runs));
-                    Decision::Write
+        let record = self
+            .transition(&key, |record| {
+                resend = false;
+                match stalled(record, policy, now_ms) {
+                    Stall::No => Decision::Keep,
+                    Stall::OutOfAttempts => {
+                        record.fail(rmcp::model::ErrorCode::INTERNAL_ERROR.0, &out_of_attempts(record.unfinished_runs));
+                        Decision::Write
+                    }
+                    Stall::Resend => {
+                        record.lease = None;
+                        record.runnable_since_ms = Some(now_ms);
+                        resend = true;
+                        Decision::Write
+                    }
                 }
-                Stall::Resend => {
-                    record.lease = None;
-                    record.runnable_since_ms = Some(now_ms);
-                    resend = true;
-                    Decision::Write
-                }
-            }
-        })
-        .await
-        .map_err(store_failed)?
-        .ok_or_else(not_found)?;
+            })
+            .await
+            .map_err(store_failed)?
+            .ok_or_else(not_found)?;
         if resend {
             tracing::info!(task = %record.task_id, "task nobody works on: sent to a worker again");
             if let Err(error) = self.queue.enqueue(&TaskMessage::for_key(&key)).await {
@@ -395,8 +401,7 @@ impl Tasks {
             if record.status != TaskStatus::InputRequired {
                 return Decision::Keep;
             }
-            let answered: Vec<String> =
-                params.input_responses.keys().filter(|k| record.input_requests.contains_key(*k)).cloned().collect();
+            let answered: Vec<String> = params.input_responses.keys().filter(|k| record.input_requests.contains_key(*k)).cloned().collect();
             if answered.is_empty() {
                 return Decision::Keep;
             }

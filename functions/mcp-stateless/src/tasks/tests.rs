@@ -342,7 +342,8 @@ async fn outcomes_map_to_statuses_as_the_extension_says() {
     // A tool that reuses an answered key is a bug, reported as such.
     let (id, message) = f.start(&alice, "asks_again", json!({})).await;
     f.worker.process(&message).await;
-    f.tasks.update(&alice, &UpdateTaskParams::new(&id, serde_json::from_value(json!({"same": {"action": "accept", "content": {}}})).unwrap()))
+    f.tasks
+        .update(&alice, &UpdateTaskParams::new(&id, serde_json::from_value(json!({"same": {"action": "accept", "content": {}}})).unwrap()))
         .await
         .unwrap();
     f.worker.process(&f.queue.take()[0]).await;

@@ -62,8 +62,7 @@ pub struct TaskTimings {
 impl TaskTimings {
     pub fn derive(worker_timeout: Duration, max_attempts: u32) -> Self {
         let max_attempts = max_attempts.clamp(1, MAX_ATTEMPTS_ALLOWED);
-        let mut timings =
-            Self { worker_timeout, max_attempts, lease: LEASE, start_deadline: START_DEADLINE, ttl: DEFAULT_TTL };
+        let mut timings = Self { worker_timeout, max_attempts, lease: LEASE, start_deadline: START_DEADLINE, ttl: DEFAULT_TTL };
         timings.ttl = DEFAULT_TTL.max(round_up_to_minutes(timings.recovery_bound()));
         timings
     }

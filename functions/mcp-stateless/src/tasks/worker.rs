@@ -38,7 +38,6 @@ use crate::{
 /// How long a cancelled function may take to return before it is dropped.
 pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
-
 /// What to tell the queue about a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Disposition {
@@ -121,24 +120,26 @@ impl TaskWorker {
         let now_ms = self.tasks.clock.now_ms();
         let lease = self.tasks.policy.lease.as_millis() as u64;
         let max_attempts = self.tasks.policy.max_attempts;
-        let record = self.tasks.transition(key, |record| {
-            let leased_elsewhere = record.lease.as_ref().is_some_and(|l| l.holder != holder && l.until_ms > now_ms);
-            // Ours already: an attempt whose write landed before a conflict
-            // made the loop read again; counting it again would be wrong.
-            if record.status != TaskStatus::Working || leased_elsewhere || holds(record, holder) {
-                return Decision::Keep;
-            }
-            if record.unfinished_runs >= max_attempts {
-                record.fail(ErrorCode::INTERNAL_ERROR.0, &out_of_attempts(record.unfinished_runs));
-                return Decision::Write;
-            }
-            record.lease = Some(Lease { holder: holder.to_owned(), until_ms: now_ms + lease });
-            record.attempts += 1;
-            record.unfinished_runs += 1;
-            record.runnable_since_ms = None;
-            Decision::Write
-        })
-        .await?;
+        let record = self
+            .tasks
+            .transition(key, |record| {
+                let leased_elsewhere = record.lease.as_ref().is_some_and(|l| l.holder != holder && l.until_ms > now_ms);
+                // Ours already: an attempt whose write landed before a conflict
+                // made the loop read again; counting it again would be wrong.
+                if record.status != TaskStatus::Working || leased_elsewhere || holds(record, holder) {
+                    return Decision::Keep;
+                }
+                if record.unfinished_runs >= max_attempts {
+                    record.fail(ErrorCode::INTERNAL_ERROR.0, &out_of_attempts(record.unfinished_runs));
+                    return Decision::Write;
+                }
+                record.lease = Some(Lease { holder: holder.to_owned(), until_ms: now_ms + lease });
+                record.attempts += 1;
+                record.unfinished_runs += 1;
+                record.runnable_since_ms = None;
+                Decision::Write
+            })
+            .await?;
         Ok(record.filter(|record| holds(record, holder) && record.status == TaskStatus::Working))
     }
 
@@ -208,21 +209,23 @@ impl TaskWorker {
     async fn beat(&self, key: &HandleKey, holder: &str, message: Option<String>) -> Result<bool, StoreError> {
         let now_ms = self.tasks.clock.now_ms();
         let lease = self.tasks.policy.lease.as_millis() as u64;
-        let record = self.tasks.transition(key, |record| {
-            if record.is_terminal() || !holds(record, holder) {
-                return Decision::Keep;
-            }
-            let renew = record.lease.as_ref().is_some_and(|l| l.until_ms < now_ms + lease * 2 / 3);
-            if message.is_none() && !renew {
-                return Decision::Keep;
-            }
-            if let Some(message) = &message {
-                record.status_message = Some(message.clone());
-            }
-            record.lease = Some(Lease { holder: holder.to_owned(), until_ms: now_ms + lease });
-            Decision::Write
-        })
-        .await?;
+        let record = self
+            .tasks
+            .transition(key, |record| {
+                if record.is_terminal() || !holds(record, holder) {
+                    return Decision::Keep;
+                }
+                let renew = record.lease.as_ref().is_some_and(|l| l.until_ms < now_ms + lease * 2 / 3);
+                if message.is_none() && !renew {
+                    return Decision::Keep;
+                }
+                if let Some(message) = &message {
+                    record.status_message = Some(message.clone());
+                }
+                record.lease = Some(Lease { holder: holder.to_owned(), until_ms: now_ms + lease });
+                Decision::Write
+            })
+            .await?;
         Ok(record.is_some_and(|record| !record.is_terminal() && holds(&record, holder)))
     }
 
@@ -256,17 +259,19 @@ impl TaskWorker {
     /// Gives the lease up so a retry need not wait for it to lapse.
     async fn release(&self, key: &HandleKey, holder: &str) {
         let now_ms = self.tasks.clock.now_ms();
-        let released = self.tasks.transition(key, |record| {
-            if !holds(record, holder) {
-                return Decision::Keep;
-            }
-            record.lease = None;
-            // Runnable again: if its message does not come back, a poll
-            // after the start deadline sends it again.
-            record.runnable_since_ms = Some(now_ms);
-            Decision::Write
-        })
-        .await;
+        let released = self
+            .tasks
+            .transition(key, |record| {
+                if !holds(record, holder) {
+                    return Decision::Keep;
+                }
+                record.lease = None;
+                // Runnable again: if its message does not come back, a poll
+                // after the start deadline sends it again.
+                record.runnable_since_ms = Some(now_ms);
+                Decision::Write
+            })
+            .await;
         if let Err(error) = released {
             tracing::warn!(%error, "could not release a task lease");
         }
@@ -311,7 +316,6 @@ fn done_or_retry<T>(written: Result<T, StoreError>, failure: &str) -> Dispositio
 fn holds(record: &TaskRecord, holder: &str) -> bool {
     record.lease.as_ref().is_some_and(|lease| lease.holder == holder)
 }
-
 
 fn object(value: impl serde::Serialize) -> JsonObject {
     match serde_json::to_value(value) {

@@ -119,7 +119,10 @@ impl Server {
     }
 
     /// Handy after deploying: shows who the authorizer says is calling.
-    #[tool(description = "Tells who the server believes is calling: the verified issuer and subject, or anonymous", annotations(read_only_hint = true))]
+    #[tool(
+        description = "Tells who the server believes is calling: the verified issuer and subject, or anonymous",
+        annotations(read_only_hint = true)
+    )]
     async fn whoami(&self, ctx: CallContext) -> CallToolResult {
         let caller = match ctx.principal {
             Principal::Anonymous => "anonymous".to_owned(),

@@ -136,12 +136,9 @@ impl Server {
         let line = json!({"item": args.item.trim(), "quantity": args.quantity});
         let change = Change::Append { field: "lines".into(), value: line, max_len: MAX_LINES };
         match self.handles.apply(&ctx, &BASKET, &args.basket, &change).await {
-            Ok(record) => Ok(text(format!(
-                "Added {} x {}. The basket has {} line(s).",
-                args.quantity,
-                args.item.trim(),
-                lines(&record.data).len()
-            ))),
+            Ok(record) => {
+                Ok(text(format!("Added {} x {}. The basket has {} line(s).", args.quantity, args.item.trim(), lines(&record.data).len())))
+            }
             Err(failure) => failed(failure),
         }
     }
@@ -197,7 +194,8 @@ impl Server {
             if count == 0 {
                 return Ok(text("The basket is empty: add items before checking out.").into());
             }
-            let question = form_request(&format!("Place the order for {count} line(s)? The basket is deleted afterwards."), confirm_schema())?;
+            let question =
+                form_request(&format!("Place the order for {count} line(s)? The basket is deleted afterwards."), confirm_schema())?;
             // What the user is shown is what gets ordered: the delete below
             // only happens at this version of the basket.
             let state = self.request_states.seal(&ctx, scope, &Confirming { version: record.version }).await?;
@@ -282,8 +280,8 @@ mod tests {
         }
         // Past the window in which a change counts as made with the
         // acknowledgement (the basket was just created).
-        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-        while let Some(early) = owner.next_within(std::time::Duration::from_millis(10)).await {
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        while let Some(early) = owner.next_within(Duration::from_millis(10)).await {
             assert_eq!(early["method"], "notifications/resources/updated", "{early}");
         }
         add(addr, &basket, "tea", 1).await;
@@ -291,7 +289,7 @@ mod tests {
         assert_eq!(updated["params"]["uri"], json!(uri));
         assert_eq!(updated["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 1);
         // Mallory's stream has polled as often as alice's: nothing.
-        assert_eq!(other.next_within(std::time::Duration::from_millis(600)).await, None);
+        assert_eq!(other.next_within(Duration::from_millis(600)).await, None);
         // Discarded, the basket is gone: that is an update too.
         call_tool(addr, "alice", "discard_basket", json!({"basket": basket}), json!({}), json!({})).await;
         let gone = owner.until_method("notifications/resources/updated").await;
@@ -328,7 +326,9 @@ mod tests {
         let round1 = call_tool(addr, "alice", "checkout", json!({"basket": basket}), ELICIT(), json!({})).await;
         assert!(round1["result"]["inputRequests"]["confirm"]["params"]["message"].as_str().unwrap().contains("1 line(s)"));
         add(addr, &basket, "cake", 3).await;
-        let confirmed = call_tool(addr, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&round1["result"]["requestState"], true)).await;
+        let confirmed =
+            call_tool(addr, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&round1["result"]["requestState"], true))
+                .await;
         assert_eq!(confirmed["result"]["isError"], true, "{confirmed}");
         assert!(text_of(&confirmed).starts_with("The basket changed"), "{confirmed}");
         let view = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
@@ -414,7 +414,9 @@ mod tests {
 
         add(addr, &basket, "tea", 1).await;
         let round1 = call_tool(addr, "alice", "checkout", json!({"basket": basket}), ELICIT(), json!({})).await;
-        let declined = call_tool(addr, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&round1["result"]["requestState"], false)).await;
+        let declined =
+            call_tool(addr, "alice", "checkout", json!({"basket": basket}), ELICIT(), confirm(&round1["result"]["requestState"], false))
+                .await;
         assert_eq!(text_of(&declined), "Checkout cancelled; the basket is unchanged.");
         let view = call_tool(addr, "alice", "view_basket", json!({"basket": basket}), json!({}), json!({})).await;
         assert_eq!(view["result"]["structuredContent"]["lines"], json!([{"item": "tea", "quantity": 1}]));

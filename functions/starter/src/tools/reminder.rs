@@ -117,10 +117,12 @@ mod tests {
         let round1 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), json!({})).await;
         assert_eq!(round1["result"]["resultType"], "input_required", "{round1}");
         let what = json!({"action": "accept", "content": {"what": "water the plants"}});
-        let round2 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round1["result"]["requestState"], "what", what)).await;
+        let round2 =
+            call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round1["result"]["requestState"], "what", what)).await;
         assert_eq!(round2["result"]["inputRequests"]["when"]["params"]["message"], "When should I remind you to water the plants?");
         let when = json!({"action": "accept", "content": {"when": "2026-12-01T09:00:00Z"}});
-        let round3 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round2["result"]["requestState"], "when", when)).await;
+        let round3 =
+            call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round2["result"]["requestState"], "when", when)).await;
         assert_eq!(text_of(&round3), "Reminder set: water the plants, at 2026-12-01T09:00:00Z.");
     }
 
@@ -129,7 +131,8 @@ mod tests {
         let addr = serve().await;
         let round1 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), json!({})).await;
         let what = json!({"action": "accept", "content": {"what": "x".repeat(5_000)}});
-        let reply = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round1["result"]["requestState"], "what", what)).await;
+        let reply =
+            call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round1["result"]["requestState"], "what", what)).await;
         assert_eq!(reply["result"]["isError"], true, "{reply}");
         assert_eq!(text_of(&reply), "Keep the reminder under 500 characters; call plan_reminder again.");
     }
@@ -141,7 +144,8 @@ mod tests {
         let addr = serve().await;
         let round1 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), json!({})).await;
         let what = json!({"action": "accept", "content": {"what": "call mum"}});
-        let round2 = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round1["result"]["requestState"], "what", what)).await;
+        let round2 =
+            call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), answer(&round1["result"]["requestState"], "what", what)).await;
         for when in [json!({"when": "NOT-A-DATE-TIME"}), json!({"when": 20261201})] {
             let reply = answer(&round2["result"]["requestState"], "when", json!({"action": "accept", "content": when}));
             let refused = call_tool(addr, "alice", "plan_reminder", json!({}), ELICIT(), reply).await;

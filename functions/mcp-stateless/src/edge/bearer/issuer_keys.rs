@@ -307,7 +307,8 @@ impl IssuerKeys {
                 if document.issuer != *issuer {
                     return Err(format!("the OpenID configuration names the issuer {:?}, not {issuer:?}", document.issuer));
                 }
-                KeyUrl::parse_beside(&document.jwks_uri, configuration).map_err(|why| format!("the OpenID configuration's jwks_uri {why}"))?
+                KeyUrl::parse_beside(&document.jwks_uri, configuration)
+                    .map_err(|why| format!("the OpenID configuration's jwks_uri {why}"))?
             }
         };
         let set: RawKeySet = self.get_json(&url).await?;

@@ -30,7 +30,9 @@ impl KeyUrl {
         match (url.scheme(), url.host()) {
             ("https", Some(_)) => Ok(Self(url)),
             ("http", Some(host)) if is_loopback(&host) => Ok(Self(url)),
-            ("http", Some(host)) => Err(format!("plain http to {host}: only a loopback host (127.0.0.0/8, [::1], localhost) may be reached without TLS")),
+            ("http", Some(host)) => {
+                Err(format!("plain http to {host}: only a loopback host (127.0.0.0/8, [::1], localhost) may be reached without TLS"))
+            }
             _ => Err("must be an https URL (plain http only on loopback)".into()),
         }
     }

@@ -65,9 +65,12 @@ impl BearerPolicy {
     /// `None` unless `MCP_JWT_ISSUER` is set.
     pub fn from_env() -> Result<Option<Self>, String> {
         let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-        let list = |name: &str| var(name).map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+        let list = |name: &str| {
+            var(name).map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()).unwrap_or_default()
+        };
         let Some(issuer) = var("MCP_JWT_ISSUER") else { return Ok(None) };
-        let policy = Self { issuer, audiences: list("MCP_JWT_AUDIENCE"), scopes: list("MCP_JWT_SCOPES"), jwks_url: var("MCP_JWT_JWKS_URL") };
+        let policy =
+            Self { issuer, audiences: list("MCP_JWT_AUDIENCE"), scopes: list("MCP_JWT_SCOPES"), jwks_url: var("MCP_JWT_JWKS_URL") };
         if policy.audiences.is_empty() {
             return Err("MCP_JWT_AUDIENCE must name the audiences accepted when MCP_JWT_ISSUER is set".into());
         }
@@ -206,7 +209,11 @@ impl Refusal {
     /// The response, naming where the protected-resource metadata is.
     pub fn into_response(self, metadata_url: &str, scopes: &[String]) -> http::Response<Bytes> {
         let (status, challenge, message) = match self {
-            Refusal::Missing => (StatusCode::UNAUTHORIZED, format!("Bearer resource_metadata=\"{metadata_url}\""), "Unauthorized: a bearer token is required"),
+            Refusal::Missing => (
+                StatusCode::UNAUTHORIZED,
+                format!("Bearer resource_metadata=\"{metadata_url}\""),
+                "Unauthorized: a bearer token is required",
+            ),
             Refusal::DuplicateAuthorization => (
                 StatusCode::BAD_REQUEST,
                 format!("Bearer error=\"invalid_request\", resource_metadata=\"{metadata_url}\""),
@@ -223,7 +230,9 @@ impl Refusal {
                 "Forbidden: the bearer token lacks the scope this server needs",
             ),
             Refusal::KeysUnavailable => {
-                let mut response = http::Response::new(Bytes::from(json!({"message": "Service Unavailable: the token issuer's keys could not be fetched"}).to_string()));
+                let mut response = http::Response::new(Bytes::from(
+                    json!({"message": "Service Unavailable: the token issuer's keys could not be fetched"}).to_string(),
+                ));
                 *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
                 response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 return response;

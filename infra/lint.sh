@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The gate the test command starts with: every crate formatted as
+# rustfmt.toml says, and clippy finding nothing in any crate or target (its
+# default lints and [workspace.lints] in Cargo.toml, all as errors).
+#
+#   bash infra/lint.sh      # cargo fmt --all fixes what the first check finds
+source "$(dirname "$0")/common.sh"
+cd "$ROOT"
+
+# Both come with rustup's default profile; a minimal toolchain lacks them.
+for tool in fmt clippy; do
+  component="$tool"
+  [ "$tool" = fmt ] && component=rustfmt
+  if ! cargo "$tool" --version >/dev/null 2>&1 && ! rustup component add "$component" >/dev/null 2>&1; then
+    echo "lint: cargo $tool is missing and 'rustup component add $component' failed: install it and run again" >&2
+    exit 1
+  fi
+done
+
+say "cargo fmt --all --check"
+cargo fmt --all --check >"$STATE_DIR/fmt.diff" 2>&1 ||
+  { head -n 40 "$STATE_DIR/fmt.diff" >&2; echo "lint: not formatted (whole diff: $STATE_DIR/fmt.diff); cargo fmt --all formats it" >&2; exit 1; }
+say "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings ||
+  { echo "lint: clippy found the problems above" >&2; exit 1; }
+say "clean"
