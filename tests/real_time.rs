@@ -9,7 +9,7 @@ use e2e::{emulator::*, streams::*, tasks::*, *};
 use mcp_stateless::{
     Dependencies, EdgePolicy, McpEndpoint, Mode,
     clock::{Clock, SystemClock},
-    edge::policy::Transport,
+    deployment::Transport,
     subscriptions::{
         ListDigests, ListenPolicy, Subscriptions,
         feed::{self, InMemoryFeed},

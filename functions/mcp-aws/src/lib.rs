@@ -124,7 +124,7 @@ where
     F: FnOnce(Dependencies) -> S,
 {
     let mode = mcp_stateless::detect_mode();
-    mcp_stateless::edge::logging::init(mode);
+    mcp_stateless::logging::init(mode);
     let settings = AwsSettings::from_env();
     settings.check(mode).map_err(StartError::Config)?;
     let uses_aws = settings.state_key_id.is_some() || settings.table_name.is_some() || settings.task_queue_url.is_some();
@@ -147,7 +147,7 @@ where
 /// table and the queue (`MCP_TABLE_NAME`, `MCP_TASK_QUEUE_URL`) in both.
 pub async fn run_worker(tools: TaskTools) -> Result<(), StartError> {
     let mode = mcp_stateless::detect_mode();
-    mcp_stateless::edge::logging::init(mode);
+    mcp_stateless::logging::init(mode);
     let settings = AwsSettings::from_env();
     let (Some(table), Some(queue_url)) = (&settings.table_name, &settings.task_queue_url) else {
         return Err(StartError::Config(format!("the worker needs {} and {}", settings::TABLE_NAME, settings::TASK_QUEUE_URL)));

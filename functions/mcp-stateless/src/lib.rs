@@ -2,27 +2,36 @@
 //! self-contained request per invocation (MCP revision 2026-07-28), and the
 //! machinery tools use for state that outlives a request.
 //!
-//! One folder per concern, each looking only down:
-//! - [`protocol`]: the per-request context (principal, version, client
-//!   capabilities), the -32021 capability rules, server info;
-//! - [`sealed`]: `requestState` sealed for multi-round tool calls
-//!   (`RequestStates`), and single-use redemption;
-//! - [`handles`]: explicit, owner-bound, expiring handles (`Handles`);
-//! - [`tasks`]: tool calls that outlive one invocation (`Tasks`, the
-//!   worker, and the API a task tool is written against);
-//! - [`subscriptions`]: `subscriptions/listen` streams that report what
-//!   any instance changed (`Subscriptions`, the change feed);
+//! One folder per concern, highest first, each looking only down (a test,
+//! `layering.rs`, fails on any `crate::` path that names a module above
+//! the one holding it):
 //! - [`edge`]: one HTTP request in, one response out, whole or streamed
 //!   (headers, origin, `_meta`, errors, logs, protected resource
 //!   metadata), and the Lambda and local entry points;
-//! - [`clock`], [`random`], [`storage`]: primitives the others share.
+//! - [`subscriptions`]: `subscriptions/listen` streams that report what
+//!   any instance changed (`Subscriptions`, the change feed);
+//! - [`tasks`]: tool calls that outlive one invocation (`Tasks`, the
+//!   worker, and the API a task tool is written against);
+//! - [`handles`]: explicit, owner-bound, expiring handles (`Handles`);
+//! - [`sealed`]: `requestState` sealed for multi-round tool calls
+//!   (`RequestStates`), and single-use redemption;
+//! - [`protocol`]: the per-request context (principal, version, client
+//!   capabilities, what the entry point established), the -32021
+//!   capability rules, server info;
+//! - [`storage`] and [`quota`], and below them [`clock`], [`random`],
+//!   [`metrics`], [`deployment`] (where the process runs, how answers
+//!   leave it) and [`logging`]: primitives the others share.
 //!
 //! Each state concern is a port (a small trait) with an in-memory
 //! implementation here; the KMS and DynamoDB adapters live in `mcp-aws`.
 
 pub mod clock;
+pub mod deployment;
 pub mod edge;
 pub mod handles;
+#[cfg(test)]
+mod layering;
+pub mod logging;
 pub mod metrics;
 pub mod protocol;
 pub mod quota;
@@ -35,12 +44,13 @@ pub mod tasks;
 use std::sync::Arc;
 
 use clock::{Clock, SystemClock};
-pub use edge::endpoint::{EntryFacts, McpEndpoint};
-pub use edge::policy::{EdgePolicy, Mode};
+pub use edge::endpoint::McpEndpoint;
+pub use deployment::{Mode, detect_mode};
+pub use edge::policy::EdgePolicy;
 pub use handles::access::{HandleFailure, Handles};
 use handles::memory::InMemoryHandleStore;
 pub use handles::{Change, HandleKind};
-pub use protocol::context::{CallContext, Principal};
+pub use protocol::context::{CallContext, EntryFacts, Principal};
 pub use sealed::mrtr::{RequestStates, StateScope};
 use sealed::redemption::InMemoryLedger;
 use sealed::request_state::{EnvelopeSealer, InProcessKey};
@@ -101,10 +111,6 @@ pub fn block_on<T>(mode: Mode, main: impl Future<Output = T>) -> T {
     builder.enable_all().build().expect("the Tokio runtime starts").block_on(main)
 }
 
-/// Lambda when the Lambda runtime API is present, the local server otherwise.
-pub fn detect_mode() -> Mode {
-    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() { Mode::Lambda } else { Mode::Local }
-}
 
 /// Builds the function's handler once, on the zero-setup in-process
 /// dependencies, and serves it locally until the process ends. `mcp-aws`
@@ -116,7 +122,7 @@ where
     F: FnOnce(Dependencies) -> S,
 {
     let mode = detect_mode();
-    edge::logging::init(mode);
+    logging::init(mode);
     if mode == Mode::Lambda {
         // Another instance could not open this one's requestState or see
         // its handles: refuse rather than fail request by request.

@@ -26,7 +26,8 @@ use serde_json::{Value, json};
 use crate::{
     edge::bearer::BearerVerifier,
     edge::error::{EdgeError, code},
-    edge::policy::{EdgePolicy, MCP_PATH, Transport},
+    deployment::Transport,
+    edge::policy::{EdgePolicy, MCP_PATH},
     edge::protected_resource::ResourceMetadata,
     edge::request_log::RequestLog,
     edge::stamp,
@@ -34,29 +35,9 @@ use crate::{
     metrics,
     protocol::SUPPORTED_VERSIONS,
     protocol::capability_guard::missing_capabilities,
-    protocol::context::{CallContext, Principal},
+    protocol::context::{CallContext, EntryFacts},
     subscriptions::{MAX_LISTEN_TASK_IDS, TaskIdsFilter},
 };
-
-/// Facts an entry point established outside the JSON body, attached to the
-/// HTTP request as an extension before it reaches the edge.
-#[derive(Debug, Clone)]
-pub struct EntryFacts {
-    pub principal: Principal,
-    /// The API's own domain, from the Lambda event's request context.
-    pub api_domain: Option<String>,
-    /// Verified credentials that name no caller: the request is refused.
-    pub unidentified: bool,
-    /// When the invocation must have answered (Lambda's deadline); streams
-    /// end before it.
-    pub deadline: Option<Instant>,
-}
-
-impl Default for EntryFacts {
-    fn default() -> Self {
-        Self { principal: Principal::Anonymous, api_domain: None, unidentified: false, deadline: None }
-    }
-}
 
 pub struct McpEndpoint<S: ServerHandler> {
     rmcp: StreamableHttpService<S, NeverSessionManager>,
@@ -383,7 +364,7 @@ struct FinalRewrite {
 
 struct Finished {
     log: RequestLog,
-    mode: crate::edge::policy::Mode,
+    mode: crate::deployment::Mode,
     status: StatusCode,
     started: Instant,
     counts: Arc<metrics::Counts>,

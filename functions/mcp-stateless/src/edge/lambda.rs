@@ -23,8 +23,9 @@ use rmcp::ServerHandler;
 use serde_json::Value;
 
 use crate::{
-    edge::endpoint::{EntryFacts, McpEndpoint},
-    edge::policy::Transport,
+    edge::endpoint::McpEndpoint,
+    protocol::context::EntryFacts,
+    deployment::Transport,
     edge::stream::{self, EdgeBody},
     protocol::context::Principal,
 };

@@ -13,9 +13,11 @@ use rmcp::ServerHandler;
 use tokio::net::TcpListener;
 
 use crate::{
-    edge::endpoint::{EntryFacts, McpEndpoint},
+    edge::endpoint::McpEndpoint,
+    protocol::context::EntryFacts,
     edge::error::EdgeError,
-    edge::policy::{DEV_PRINCIPAL_HEADER, Transport},
+    deployment::Transport,
+    edge::policy::DEV_PRINCIPAL_HEADER,
     edge::stream::{self, EdgeBody},
     protocol::context::Principal,
 };

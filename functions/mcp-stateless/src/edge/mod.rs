@@ -9,7 +9,6 @@ pub mod endpoint;
 pub mod error;
 pub mod lambda;
 pub mod local;
-pub mod logging;
 pub mod policy;
 pub mod protected_resource;
 pub mod request_log;

@@ -4,35 +4,7 @@
 
 use std::env;
 
-/// Whether the process serves Lambda events or a local HTTP port.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Lambda,
-    Local,
-}
-
-/// How responses leave the function: whole (API Gateway HTTP API, which
-/// cannot stream) or as they are written (a REST API with response
-/// streaming, a Function URL, the local server). Chosen at deploy time
-/// (`MCP_TRANSPORT`), read once at cold start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    Buffered,
-    Streaming,
-}
-
-impl Transport {
-    /// `MCP_TRANSPORT` (`buffered` or `streaming`); unset: buffered in
-    /// Lambda (the template's default API), streaming locally.
-    pub fn from_env(mode: Mode) -> Result<Self, String> {
-        match env::var("MCP_TRANSPORT").ok().as_deref().map(str::trim) {
-            None | Some("") => Ok(if mode == Mode::Local { Self::Streaming } else { Self::Buffered }),
-            Some("buffered") => Ok(Self::Buffered),
-            Some("streaming") => Ok(Self::Streaming),
-            Some(other) => Err(format!("MCP_TRANSPORT must be buffered or streaming, not {other:?}")),
-        }
-    }
-}
+pub use crate::deployment::{Mode, Transport};
 
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 pub const MCP_PATH: &str = "/mcp";

@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     clock::{Clock, SystemClock},
-    edge::policy::Mode,
+    deployment::Mode,
     metrics::{Counter, Counts},
 };
 

@@ -9,7 +9,29 @@ use rmcp::{
     model::ErrorData,
     service::RequestContext,
 };
+use std::time::Instant;
+
 use serde_json::{Map, Value};
+
+/// Facts an entry point established outside the JSON body, attached to the
+/// HTTP request as an extension before it reaches the edge.
+#[derive(Debug, Clone)]
+pub struct EntryFacts {
+    pub principal: Principal,
+    /// The API's own domain, from the Lambda event's request context.
+    pub api_domain: Option<String>,
+    /// Verified credentials that name no caller: the request is refused.
+    pub unidentified: bool,
+    /// When the invocation must have answered (Lambda's deadline); streams
+    /// end before it.
+    pub deadline: Option<Instant>,
+}
+
+impl Default for EntryFacts {
+    fn default() -> Self {
+        Self { principal: Principal::Anonymous, api_domain: None, unidentified: false, deadline: None }
+    }
+}
 
 /// `_meta` keys of the 2026-07-28 revision (basic/index, "Per-request protocol fields").
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";

@@ -19,7 +19,12 @@ use std::{
 
 use rmcp::model::{ServerCapabilities, SubscriptionFilter};
 
-use crate::{clock::Clock, edge::policy::Transport, quota::CreationQuota, storage::StoreError};
+use crate::{
+    clock::Clock,
+    deployment::{Transport, detect_mode},
+    quota::CreationQuota,
+    storage::StoreError,
+};
 pub use feed::{ChangeFeed, InMemoryFeed, ListDigests, ListKind};
 pub use listen::{TaskIdsFilter, Watched};
 
@@ -56,7 +61,7 @@ impl ListenPolicy {
     /// For this process: its mode and `MCP_TRANSPORT` decide whether
     /// streams exist (a bad `MCP_TRANSPORT` stops the start elsewhere).
     pub fn from_process_env() -> Self {
-        let mode = crate::detect_mode();
+        let mode = detect_mode();
         Self::from_env(Transport::from_env(mode).unwrap_or(Transport::Buffered))
     }
 

@@ -10,7 +10,7 @@ use tracing_subscriber::{
     util::SubscriberInitExt,
 };
 
-use crate::edge::policy::Mode;
+use crate::deployment::Mode;
 
 /// `info`, `debug`, or directives such as `info,hyper=debug`; rmcp stays
 /// at `warn` whatever was asked for, since at debug and trace it logs whole

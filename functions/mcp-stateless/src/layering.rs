@@ -1,0 +1,118 @@
+//! The layer order `lib.rs` states, checked: no module of this crate names
+//! one above it. Reads every source file's `crate::` paths (plain ones, and
+//! the first names of `use crate::{...}` groups); a name the crate root
+//! re-exports counts as the module it comes from, and anything else the
+//! root defines sits above every layer.
+
+use std::{collections::BTreeMap, fs, path::Path};
+
+/// Lowest first. A module may use its own layer and those before it.
+const LAYERS: &[&[&str]] = &[
+    &["clock", "random", "metrics", "deployment", "logging"],
+    &["storage", "quota"],
+    &["protocol"],
+    &["sealed"],
+    &["handles"],
+    &["tasks"],
+    &["subscriptions"],
+    &["edge"],
+];
+
+fn layer(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&module))
+}
+
+/// The first names of the paths after each `crate::` in `text`, comments
+/// left out (`$crate::` in macros names the macro's own crate, not a layer).
+fn named(text: &str) -> Vec<String> {
+    let code: String = text.lines().map(|line| line.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+    let mut names = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        if code[..at].ends_with('$') {
+            continue;
+        }
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // The group's top-level entries: `a::b`, `c::{d, e}`, `F`.
+            let (mut depth, mut entry) = (0usize, String::new());
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        names.push(std::mem::take(&mut entry));
+                        continue;
+                    }
+                    _ => {}
+                }
+                entry.push(c);
+            }
+            names.push(entry);
+        } else {
+            names.push(rest.to_owned());
+        }
+    }
+    names.iter().map(|path| path.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>()).filter(|name| !name.is_empty()).collect()
+}
+
+/// The module each name the crate root re-exports (`pub use module::...`) comes from.
+fn reexports(lib: &str) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    for statement in lib.split(';').filter_map(|s| s.trim().strip_prefix("pub use ")) {
+        let module = statement.split("::").next().unwrap_or("").trim().to_owned();
+        let names = statement.rsplit_once("::{").map_or_else(|| statement.rsplit("::").next().unwrap_or(""), |(_, group)| group);
+        for name in names.trim_end_matches('}').split(',').map(|n| n.rsplit(" as ").next().unwrap_or(n).trim()) {
+            map.insert(name.to_owned(), module.clone());
+        }
+    }
+    map
+}
+
+fn sources(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_module_uses_one_above_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let reexported = reexports(&fs::read_to_string(src.join("lib.rs")).unwrap());
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut upward = Vec::new();
+    for file in &files {
+        let relative = file.strip_prefix(&src).unwrap();
+        let module = relative.components().next().unwrap().as_os_str().to_string_lossy().trim_end_matches(".rs").to_owned();
+        if module == "lib" {
+            continue;
+        }
+        let own = layer(&module).unwrap_or_else(|| panic!("src/{module} is in no layer: add it to LAYERS here and to the list in lib.rs"));
+        for name in named(&fs::read_to_string(file).unwrap()) {
+            let target = reexported.get(&name).cloned().unwrap_or(name);
+            match layer(&target) {
+                Some(theirs) if theirs <= own => {}
+                Some(_) => upward.push(format!("{} uses {target}", relative.display())),
+                None => upward.push(format!("{} uses the crate root's {target}", relative.display())),
+            }
+        }
+    }
+    upward.sort();
+    upward.dedup();
+    assert!(upward.is_empty(), "imports up the layers (lib.rs, 'One folder per concern'):\n{}", upward.join("\n"));
+}
+
+#[test]
+fn the_reader_sees_every_kind_of_path() {
+    let text = "use crate::{clock::Clock, edge::policy::{Mode, Transport}, Principal};\n// crate::edge in a comment\nlet x = crate::tasks::run();\n$crate::listen_methods!();";
+    assert_eq!(named(text), ["clock", "edge", "Principal", "tasks"]);
+    let lib = "pub use protocol::context::{CallContext, Principal};\npub use edge::endpoint::McpEndpoint;";
+    let map = reexports(lib);
+    assert_eq!((map["Principal"].as_str(), map["McpEndpoint"].as_str()), ("protocol", "edge"));
+}
