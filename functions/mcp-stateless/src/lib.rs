@@ -44,8 +44,8 @@ pub mod tasks;
 use std::sync::Arc;
 
 use clock::{Clock, SystemClock};
-pub use edge::endpoint::McpEndpoint;
 pub use deployment::{Mode, detect_mode};
+pub use edge::endpoint::McpEndpoint;
 pub use edge::policy::EdgePolicy;
 pub use handles::access::{HandleFailure, Handles};
 use handles::memory::InMemoryHandleStore;
@@ -110,7 +110,6 @@ pub fn block_on<T>(mode: Mode, main: impl Future<Output = T>) -> T {
     };
     builder.enable_all().build().expect("the Tokio runtime starts").block_on(main)
 }
-
 
 /// Builds the function's handler once, on the zero-setup in-process
 /// dependencies, and serves it locally until the process ends. `mcp-aws`

@@ -24,9 +24,9 @@ use rmcp::{
 use serde_json::{Value, json};
 
 use crate::{
+    deployment::Transport,
     edge::bearer::BearerVerifier,
     edge::error::{EdgeError, code},
-    deployment::Transport,
     edge::policy::{EdgePolicy, MCP_PATH},
     edge::protected_resource::ResourceMetadata,
     edge::request_log::RequestLog,

@@ -23,10 +23,10 @@ use rmcp::ServerHandler;
 use serde_json::Value;
 
 use crate::{
-    edge::endpoint::McpEndpoint,
-    protocol::context::EntryFacts,
     deployment::Transport,
+    edge::endpoint::McpEndpoint,
     edge::stream::{self, EdgeBody},
+    protocol::context::EntryFacts,
     protocol::context::Principal,
 };
 

@@ -13,12 +13,12 @@ use rmcp::ServerHandler;
 use tokio::net::TcpListener;
 
 use crate::{
-    edge::endpoint::McpEndpoint,
-    protocol::context::EntryFacts,
-    edge::error::EdgeError,
     deployment::Transport,
+    edge::endpoint::McpEndpoint,
+    edge::error::EdgeError,
     edge::policy::DEV_PRINCIPAL_HEADER,
     edge::stream::{self, EdgeBody},
+    protocol::context::EntryFacts,
     protocol::context::Principal,
 };
 
