@@ -4,7 +4,7 @@
 //! server/tools, basic/patterns/mrtr).
 
 use e2e::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 async fn server() -> std::net::SocketAddr {
     spawn(everything_endpoint()).await
@@ -268,9 +268,7 @@ async fn progress_is_streamed_before_the_result() {
     let reply = post(addr, &call).await;
     assert_eq!(reply.headers["content-type"], "text/event-stream");
     assert_eq!(reply.headers[http::header::CACHE_CONTROL], "no-store", "a stream is not stored either");
-    let text = std::str::from_utf8(&reply.body).unwrap();
-    let messages: Vec<Value> =
-        text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok()).collect();
+    let messages = reply.messages();
     let progress: Vec<f64> =
         messages.iter().filter(|m| m["method"] == "notifications/progress").map(|m| m["params"]["progress"].as_f64().unwrap()).collect();
     assert_eq!(progress, [0.0, 50.0, 100.0]);

@@ -13,7 +13,7 @@ use std::{net::SocketAddr, sync::Arc};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use mcp_stateless::{Dependencies, EdgePolicy, McpEndpoint, Mode};
+use mcp_stateless::{Dependencies, EdgePolicy, McpEndpoint, Mode, edge::sse};
 use serde_json::{Value, json};
 
 pub use streams::{EventStream, stream_call};
@@ -81,17 +81,16 @@ impl Reply {
 
     /// The final JSON-RPC message, from a JSON body or the last SSE event.
     pub fn message(&self) -> Value {
-        let text = std::str::from_utf8(&self.body).unwrap();
         if self.headers[http::header::CONTENT_TYPE].to_str().unwrap().starts_with("text/event-stream") {
-            text.lines()
-                .rev()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-                .find(|m| m.get("id").is_some())
-                .expect("an SSE event with the response")
+            self.messages().into_iter().rfind(|m| m.get("id").is_some()).expect("an SSE event with the response")
         } else {
             self.json()
         }
+    }
+
+    /// The JSON-RPC messages of an event stream's events, in order.
+    pub fn messages(&self) -> Vec<Value> {
+        sse::events(std::str::from_utf8(&self.body).unwrap()).filter_map(sse::message).collect()
     }
 }
 

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use mcp_stateless::edge::sse;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -49,13 +50,8 @@ impl EventStream {
     /// stream ended. Keep-alive comments are skipped.
     pub async fn next(&mut self) -> Option<(Instant, Value)> {
         loop {
-            if let Some(end) = self.buffer.windows(2).position(|pair| pair == b"\n\n") {
-                let event: Vec<u8> = self.buffer.drain(..end + 2).collect();
-                let text = String::from_utf8(event).unwrap();
-                let data: String = text.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).collect();
-                if data.is_empty() {
-                    continue;
-                }
+            if let Some(event) = sse::take_event(&mut self.buffer) {
+                let Some(data) = sse::data(&event) else { continue };
                 return Some((Instant::now(), serde_json::from_str(&data).unwrap()));
             }
             let frame = tokio::time::timeout(PATIENCE, self.body.frame()).await.expect("a frame within PATIENCE")?;

@@ -2,41 +2,42 @@
 //! ([`McpEndpoint::handle`]) or streamed as the handler writes it
 //! ([`McpEndpoint::handle_streaming`]).
 //!
-//! Both entry points (Lambda and the local server) go through the same
-//! checks and rewrites. Whole and streamed answers differ in one way: a
-//! -32021 refusal that is the whole answer carries HTTP 400, while one that
-//! ends a stream (after progress already sent with HTTP 200) is its last
-//! message. The edge enforces the transport rules
-//! rmcp leaves to the server (origin, body limits, JSON-RPC framing, the
-//! per-request `_meta` and version headers), builds the [`CallContext`] once,
-//! hands the request to rmcp's stateless Streamable HTTP service, and applies
-//! the -32021 guard to whatever the handler answered.
+//! Both entry points (Lambda and the local server) take the same path: the
+//! bearer check where tokens are verified here (`bearer/`), admission
+//! (`admission.rs`: the transport rules rmcp leaves to the server, and the
+//! [`CallContext`] built once), rmcp's stateless Streamable HTTP service,
+//! then the response rewrite (`rewrite.rs`) on every message, read and
+//! written by one SSE codec (`sse.rs`). Whole and streamed answers differ
+//! only in how bytes leave (`stream.rs`), and in one rule: a -32021 refusal
+//! that is the whole answer carries HTTP 400, while one that ends a stream
+//! (after progress already sent with HTTP 200) is its last message.
 
 use std::{convert::Infallible, sync::Arc, time::Instant};
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use rmcp::{
     ServerHandler,
     transport::{StreamableHttpServerConfig, StreamableHttpService, streamable_http_server::session::never::NeverSessionManager},
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::{
     deployment::Transport,
-    edge::bearer::BearerVerifier,
-    edge::error::{EdgeError, code},
-    edge::policy::{EdgePolicy, MCP_PATH},
-    edge::protected_resource::ResourceMetadata,
-    edge::request_log::RequestLog,
-    edge::stamp,
-    edge::stream::{self, EdgeBody, Rewrite},
+    edge::{
+        admission::{Admission, Admitted, is_json},
+        bearer::BearerVerifier,
+        policy::{EdgePolicy, MCP_PATH},
+        protected_resource::ResourceMetadata,
+        request_log::RequestLog,
+        rewrite::{FinalRewrite, Finished, Messages, SERVER_INFO_META, no_store},
+        stamp,
+        stream::{self, EdgeBody, Rewrite},
+    },
     metrics,
-    protocol::SUPPORTED_VERSIONS,
-    protocol::capability_guard::missing_capabilities,
     protocol::context::{CallContext, EntryFacts},
-    subscriptions::{MAX_LISTEN_TASK_IDS, TaskIdsFilter},
+    subscriptions::TaskIdsFilter,
 };
 
 pub struct McpEndpoint<S: ServerHandler> {
@@ -156,7 +157,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                 }
             }
         }
-        match self.admit(request, log, stream) {
+        match (Admission { policy: &self.policy, metadata: &self.resource_metadata }).admit(request, log, stream) {
             Ok(Admitted::Request(request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, stream).await,
             Ok(Admitted::Other(request, id)) => self.dispatch(request, None, id, log, stream).await,
             Ok(Admitted::Answered(response)) => Reply::Whole(response),
@@ -164,98 +165,6 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                 log.error_code = Some(error.code());
                 Reply::Whole(error.into_response(id))
             }
-        }
-    }
-
-    /// Every check that needs no handler, in the order the spec's errors
-    /// take precedence.
-    fn admit(&self, mut request: http::Request<Bytes>, log: &mut RequestLog, stream: bool) -> Result<Admitted, (EdgeError, Option<Value>)> {
-        let facts = request.extensions().get::<EntryFacts>().cloned().unwrap_or_default();
-        log.trace_id = request.headers().get("traceparent").and_then(|v| v.to_str().ok()).and_then(trace_id);
-        if request.uri().path() != MCP_PATH {
-            if request.method() == Method::GET && ResourceMetadata::is_published_at(request.uri().path()) {
-                // In Lambda the event's own domain, not a header, names the API.
-                let host = facts.api_domain.as_deref().or_else(|| request.headers().get(header::HOST).and_then(|h| h.to_str().ok()));
-                if let Some(document) = self.resource_metadata.response(host.unwrap_or_default()) {
-                    return Ok(Admitted::Answered(document));
-                }
-            }
-            return Err((EdgeError::WrongPath, None));
-        }
-        self.check_host_and_origin(&request, facts.api_domain.as_deref()).map_err(|e| (e, None))?;
-        if facts.unidentified {
-            return Err((EdgeError::Unidentified, None));
-        }
-        if request.method() != Method::POST {
-            return Err((EdgeError::MethodNotAllowed, None));
-        }
-        if !is_json(request.headers()) {
-            return Err((EdgeError::UnsupportedMediaType, None));
-        }
-        if request.body().len() > self.policy.max_body_bytes {
-            return Err((EdgeError::BodyTooLarge { limit: self.policy.max_body_bytes }, None));
-        }
-        let message: Value = serde_json::from_slice(request.body()).map_err(|_| (EdgeError::Parse, None))?;
-        let object = match &message {
-            Value::Object(object) => object,
-            Value::Array(_) => return Err((EdgeError::Batch, None)),
-            _ => return Err((EdgeError::NotAnObject, None)),
-        };
-        let id = object.get("id").cloned();
-        let Some(method) = object.get("method").and_then(Value::as_str) else {
-            // A JSON-RPC response or error: rmcp refuses it on a stateless server.
-            return Ok(Admitted::Other(request, id));
-        };
-        log.method = Some(method.to_owned());
-        log.target = object.get("params").and_then(|p| p.get("name").or_else(|| p.get("uri"))).and_then(Value::as_str).map(str::to_owned);
-        if id.is_none() {
-            // Notifications carry no `_meta` requirement; rmcp answers 202.
-            return Ok(Admitted::Other(request, None));
-        }
-        if method == "initialize" {
-            // Before the `_meta` check a legacy client's handshake would fail
-            // with a message that says nothing about versions.
-            let requested = object.get("params").and_then(|p| p.get("protocolVersion")).and_then(Value::as_str).map(str::to_owned);
-            return Err((EdgeError::Initialize { requested }, id));
-        }
-
-        let ctx = CallContext::from_meta(
-            object.get("params").and_then(|p| p.get("_meta")),
-            request.headers().get("traceparent").and_then(|v| v.to_str().ok()).map(str::to_owned),
-            facts.principal,
-        )
-        .map_err(|e| (EdgeError::from(e), id.clone()))?;
-        if let Some(trace) = ctx.traceparent.as_deref().and_then(trace_id) {
-            log.trace_id = Some(trace);
-        }
-        check_version_header(request.headers(), &ctx).map_err(|e| (e, id.clone()))?;
-        if let Some(reason) = crate::protocol::params_misfit(method, object.get("params")) {
-            return Err((EdgeError::Params(reason), id));
-        }
-        if method == "subscriptions/listen" {
-            // A whole answer cannot hold a stream open, whatever the
-            // handler advertises.
-            if !stream {
-                return Err((EdgeError::ListenNeedsStreaming, id));
-            }
-            let task_ids = listen_task_ids(object.get("params"), &ctx).map_err(|e| (e, id.clone()))?;
-            request.extensions_mut().insert(task_ids);
-        }
-        request.extensions_mut().insert(ctx.clone());
-        Ok(Admitted::Request(request, ctx, id))
-    }
-
-    fn check_host_and_origin(&self, request: &http::Request<Bytes>, api_domain: Option<&str>) -> Result<(), EdgeError> {
-        let host =
-            request.headers().get(header::HOST).and_then(|v| v.to_str().ok()).or_else(|| request.uri().authority().map(|a| a.as_str()));
-        if !host.is_some_and(|host| self.policy.host_allowed(host, api_domain)) {
-            return Err(EdgeError::HostNotAllowed);
-        }
-        // A missing Origin is a non-browser client; a present one must match.
-        match request.headers().get(header::ORIGIN).map(|v| v.to_str()) {
-            None => Ok(()),
-            Some(Ok(origin)) if self.policy.origin_allowed(origin, api_domain) => Ok(()),
-            Some(_) => Err(EdgeError::OriginNotAllowed),
         }
     }
 
@@ -327,19 +236,6 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     }
 }
 
-/// Answers carry handles, sealed state and per-caller data: nothing
-/// between client and server may keep them, streamed ones included (rmcp
-/// marks its event streams `no-cache`, which still lets a cache store
-/// them). Only a lifetime the edge gave on purpose (the public metadata's
-/// `max-age`) stays. MCP's own caching hints, ttlMs and cacheScope, are in
-/// the result for the client.
-fn no_store(headers: &mut HeaderMap) {
-    let public = headers.get(header::CACHE_CONTROL).is_some_and(|value| value.as_bytes().starts_with(b"max-age"));
-    if !public {
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    }
-}
-
 fn is_event_stream(headers: &HeaderMap) -> bool {
     headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"))
 }
@@ -350,133 +246,6 @@ const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
 /// its final error still reaches the client.
 const STREAM_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// What the edge does to the messages the handler sends, whole or streamed.
-struct FinalRewrite {
-    ctx: Option<CallContext>,
-    server_info: Arc<Value>,
-    task_ids: TaskIdsFilter,
-    request_id: Value,
-    /// Set for a stream: the log line it writes when it ends.
-    log: Option<Finished>,
-    /// What the final response said, and whether it became a refusal.
-    outcome: Option<(RequestLog, bool)>,
-}
-
-struct Finished {
-    log: RequestLog,
-    mode: crate::deployment::Mode,
-    status: StatusCode,
-    started: Instant,
-    counts: Arc<metrics::Counts>,
-}
-
-impl Rewrite for FinalRewrite {
-    fn message(&mut self, message: &mut Value) {
-        if message.get("method").and_then(Value::as_str) == Some("notifications/subscriptions/acknowledged") {
-            // ext-tasks: the acknowledgement names the task ids agreed to.
-            if !self.task_ids.0.is_empty()
-                && let Some(filter) = message.pointer_mut("/params/notifications").and_then(Value::as_object_mut)
-            {
-                filter.insert("taskIds".into(), json!(self.task_ids.0));
-            }
-            return;
-        }
-        if message.get("id").is_none() || (message.get("result").is_none() && message.get("error").is_none()) {
-            return;
-        }
-        let mut outcome = RequestLog::default();
-        outcome.record_outcome(message);
-        if let Some(error) = self.ctx.as_ref().and_then(|ctx| capability_refusal(ctx, message)) {
-            outcome.result_type = None;
-            outcome.error_code = Some(code::MISSING_REQUIRED_CLIENT_CAPABILITY);
-            *message = json!({"jsonrpc": "2.0", "id": message.get("id").cloned(), "error": error});
-            self.outcome = Some((outcome, true));
-            return;
-        }
-        // basic/index, "Per-response protocol fields": every result SHOULD
-        // identify the server in its _meta; rmcp does so only for discover.
-        if let Some(meta) =
-            message.get_mut("result").and_then(Value::as_object_mut).map(|result| result.entry("_meta").or_insert_with(|| json!({})))
-            && let Some(meta) = meta.as_object_mut()
-            && !meta.contains_key(SERVER_INFO_META)
-        {
-            meta.insert(SERVER_INFO_META.to_owned(), Value::clone(&self.server_info));
-        }
-        self.outcome = Some((outcome, false));
-    }
-
-    fn ended(&mut self) {
-        if let Some(mut finished) = self.log.take() {
-            if let Some((outcome, _)) = self.outcome.take() {
-                finished.log.adopt(outcome);
-            }
-            finished.log.finish(finished.mode, finished.status, finished.started.elapsed(), &finished.counts);
-        }
-    }
-}
-
-/// The `notifications.taskIds` of a listen request: strings, a bounded
-/// number, and only from a client that declared the tasks extension
-/// (ext-tasks, "Task Status Notifications": -32021 otherwise).
-fn listen_task_ids(params: Option<&Value>, ctx: &CallContext) -> Result<TaskIdsFilter, EdgeError> {
-    let Some(ids) = params.and_then(|p| p.pointer("/notifications/taskIds")) else {
-        return Ok(TaskIdsFilter::default());
-    };
-    let ids: Vec<String> = ids
-        .as_array()
-        .and_then(|ids| ids.iter().map(|id| id.as_str().map(str::to_owned)).collect())
-        .ok_or_else(|| EdgeError::Params("notifications.taskIds must be an array of strings".into()))?;
-    if ids.len() > MAX_LISTEN_TASK_IDS {
-        return Err(EdgeError::Params(format!("notifications.taskIds may name at most {MAX_LISTEN_TASK_IDS} tasks")));
-    }
-    if !ids.is_empty() && !ctx.declares("extensions", Some(rmcp::model::TASKS_EXTENSION_ID)) {
-        return Err(EdgeError::MissingCapability(json!({"extensions": {rmcp::model::TASKS_EXTENSION_ID: {}}})));
-    }
-    Ok(TaskIdsFilter(ids))
-}
-
-const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
-
-/// The JSON-RPC messages of a response body: one JSON object, or the data
-/// of each SSE event (rmcp writes one `data:` line per event).
-struct Messages {
-    sse: bool,
-    messages: Vec<Value>,
-}
-
-impl Messages {
-    fn parse(headers: &HeaderMap, body: &Bytes) -> Option<Self> {
-        let content_type = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
-        if content_type.starts_with("application/json") {
-            return Some(Self { sse: false, messages: vec![serde_json::from_slice(body).ok()?] });
-        }
-        if !content_type.starts_with("text/event-stream") {
-            return None;
-        }
-        let messages = std::str::from_utf8(body)
-            .ok()?
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(|data| serde_json::from_str(data.trim_start()))
-            .collect::<Result<_, _>>()
-            .ok()?;
-        Some(Self { sse: true, messages })
-    }
-
-    fn render(&self) -> Bytes {
-        if !self.sse {
-            return Bytes::from(self.messages.first().map(Value::to_string).unwrap_or_default());
-        }
-        let mut out = String::new();
-        for message in &self.messages {
-            out.push_str("data: ");
-            out.push_str(&message.to_string());
-            out.push_str("\n\n");
-        }
-        Bytes::from(out)
-    }
-}
-
 /// What the edge answers: whole, or rmcp's event stream still being written.
 // One per request, built and taken apart once: boxing the stream's parts
 // would add an allocation to every streamed answer to save a few hundred
@@ -485,60 +254,4 @@ impl Messages {
 enum Reply {
     Whole(http::Response<Bytes>),
     Stream { parts: http::response::Parts, body: BoxBody<Bytes, Infallible>, finish: FinalRewrite, deadline: Option<Instant> },
-}
-
-enum Admitted {
-    /// A JSON-RPC request with a valid context, and its id.
-    Request(http::Request<Bytes>, CallContext, Option<Value>),
-    /// A notification or a stray response: rmcp decides.
-    Other(http::Request<Bytes>, Option<Value>),
-    /// Not MCP: answered at the edge (protected resource metadata).
-    Answered(http::Response<Bytes>),
-}
-
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or_default().trim())
-        .is_some_and(|essence| essence.eq_ignore_ascii_case("application/json"))
-}
-
-/// basic/transports/streamable-http, "Protocol Version Header": the header is
-/// required and must agree with `_meta`; only then is support checked, so a
-/// mismatch is -32020 and an agreed but unknown version is -32022.
-fn check_version_header(headers: &HeaderMap, ctx: &CallContext) -> Result<(), EdgeError> {
-    let header = headers.get("mcp-protocol-version").map(|v| v.to_str().unwrap_or_default());
-    match header {
-        None => Err(EdgeError::HeaderMismatch("MCP-Protocol-Version header is required")),
-        Some(h) if h != ctx.protocol_version => {
-            Err(EdgeError::HeaderMismatch("MCP-Protocol-Version header does not match _meta protocolVersion"))
-        }
-        Some(_) if !SUPPORTED_VERSIONS.contains(&ctx.protocol_version.as_str()) => {
-            Err(EdgeError::UnsupportedVersion { requested: ctx.protocol_version.clone() })
-        }
-        Some(_) => Ok(()),
-    }
-}
-
-/// The trace id of a W3C `traceparent` (`00-<trace-id>-<span-id>-<flags>`).
-fn trace_id(traceparent: &str) -> Option<String> {
-    let trace = traceparent.split('-').nth(1)?;
-    (trace.len() == 32 && trace.bytes().all(|b| b.is_ascii_hexdigit())).then(|| trace.to_owned())
-}
-
-/// The -32021 error sent instead of an `InputRequiredResult` the client
-/// cannot fulfil.
-fn capability_refusal(ctx: &CallContext, message: &Value) -> Option<Value> {
-    let result = message.get("result")?;
-    if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
-        return None;
-    }
-    let requests = result.get("inputRequests")?.as_object()?;
-    let required = missing_capabilities(&ctx.client_capabilities, requests)?;
-    Some(json!({
-        "code": code::MISSING_REQUIRED_CLIENT_CAPABILITY,
-        "message": "Missing required client capability",
-        "data": {"requiredCapabilities": required},
-    }))
 }

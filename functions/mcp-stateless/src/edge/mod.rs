@@ -4,6 +4,7 @@
 //! codes and HTTP statuses, one log line per request, the protected
 //! resource metadata, and the two entry points (Lambda events, a local port).
 
+mod admission;
 pub mod bearer;
 pub mod endpoint;
 pub mod error;
@@ -12,5 +13,7 @@ pub mod local;
 pub mod policy;
 pub mod protected_resource;
 pub mod request_log;
+mod rewrite;
+pub mod sse;
 mod stamp;
 pub mod stream;

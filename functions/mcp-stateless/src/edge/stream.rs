@@ -16,6 +16,8 @@ use http_body_util::{BodyExt, Either, Full, StreamBody, combinators::BoxBody};
 use hyper::body::Frame;
 use serde_json::{Value, json};
 
+use crate::edge::sse;
+
 /// The events of a stream, as they are written.
 pub type Frames = StreamBody<BoxStream<'static, Result<Frame<Bytes>, Infallible>>>;
 
@@ -79,7 +81,7 @@ pub fn rewritten<R: Rewrite>(inner: BoxBody<Bytes, Infallible>, rewrite: R, dead
     };
     let frames = futures::stream::unfold(state, |mut state| async move {
         loop {
-            if let Some(event) = take_event(&mut state.buffer) {
+            if let Some(event) = sse::take_event(&mut state.buffer) {
                 let event = state.render(&event);
                 return Some((Ok(Frame::data(Bytes::from(event))), state));
             }
@@ -110,8 +112,7 @@ pub fn rewritten<R: Rewrite>(inner: BoxBody<Bytes, Infallible>, rewrite: R, dead
                         tracing::warn!("streamed call cut at the invocation's deadline");
                         let mut message = out_of_time(id);
                         state.rewrite.message(&mut message);
-                        let event = format!("data: {message}\n\n");
-                        return Some((Ok(Frame::data(Bytes::from(event))), state));
+                        return Some((Ok(Frame::data(Bytes::from(sse::encode(&message)))), state));
                     }
                 }
             }
@@ -131,27 +132,15 @@ impl<R: Rewrite> State<R> {
     /// The event with its message rewritten; other lines (comments, which
     /// carry keep-alives) unchanged.
     fn render(&mut self, event: &str) -> String {
-        let data: Vec<&str> = event.lines().filter_map(|line| line.strip_prefix("data:")).map(str::trim_start).collect();
-        let Some(mut message) = (!data.is_empty()).then(|| serde_json::from_str::<Value>(&data.join("\n")).ok()).flatten() else {
+        let Some(mut message) = sse::message(event) else {
             return format!("{event}\n\n");
         };
         self.rewrite.message(&mut message);
         if message.get("id").is_some() && (message.get("result").is_some() || message.get("error").is_some()) {
             self.answered = true;
         }
-        let mut out: String = event.lines().filter(|line| !line.starts_with("data:")).map(|line| format!("{line}\n")).collect();
-        out.push_str("data: ");
-        out.push_str(&message.to_string());
-        out.push_str("\n\n");
-        out
+        sse::with_message(event, &message)
     }
-}
-
-/// The next complete event (without its blank line) from `buffer`.
-fn take_event(buffer: &mut Vec<u8>) -> Option<String> {
-    let end = buffer.windows(2).position(|pair| pair == b"\n\n")?;
-    let event: Vec<u8> = buffer.drain(..end + 2).take(end).collect();
-    Some(String::from_utf8_lossy(&event).into_owned())
 }
 
 #[cfg(test)]

@@ -15,13 +15,14 @@
 //!
 //! What is checked, in order: one `Authorization` header, scheme `Bearer`
 //! in any case (RFC 9110, 11.1); an asymmetric algorithm; a key the issuer
-//! publishes for that algorithm and use ([`issuer_keys`]); the signature;
+//! publishes for that algorithm and use (`key_set.rs`, kept by [`issuer_keys`]); the signature;
 //! `iss`, `aud`, `exp` and `nbf` (with [`LEEWAY_SECONDS`]), an `iat` not in
 //! the future, a non-empty `sub`; then one of the required scopes in
 //! `scope` or `scp`, as API Gateway's JWT authorizer reads them. Where the
 //! keys may come from is [`key_url`]'s rule.
 
 pub mod issuer_keys;
+mod key_set;
 pub mod key_url;
 
 use std::sync::Arc;

@@ -1,0 +1,189 @@
+//! What may enter: every check the edge makes before a request reaches the
+//! handler, in the order the spec's errors take precedence (path, host and
+//! origin, identity, method, media type, size, JSON-RPC framing, `_meta`
+//! and the version header, params), and the request context they build.
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, header};
+use serde_json::{Value, json};
+
+use crate::{
+    edge::{
+        error::EdgeError,
+        policy::{EdgePolicy, MCP_PATH},
+        protected_resource::ResourceMetadata,
+        request_log::RequestLog,
+    },
+    protocol::{
+        self, SUPPORTED_VERSIONS,
+        context::{CallContext, EntryFacts},
+    },
+    subscriptions::{MAX_LISTEN_TASK_IDS, TaskIdsFilter},
+};
+
+/// What a request may do once admitted.
+pub(super) enum Admitted {
+    /// A JSON-RPC request with a valid context, and its id.
+    Request(http::Request<Bytes>, CallContext, Option<Value>),
+    /// A notification or a stray response: rmcp decides.
+    Other(http::Request<Bytes>, Option<Value>),
+    /// Not MCP: answered at the edge (protected resource metadata).
+    Answered(http::Response<Bytes>),
+}
+
+/// The checks, against what this edge allows and publishes.
+pub(super) struct Admission<'a> {
+    pub policy: &'a EdgePolicy,
+    pub metadata: &'a ResourceMetadata,
+}
+
+impl Admission<'_> {
+    /// Every check that needs no handler, in the order the spec's errors
+    /// take precedence.
+    pub(super) fn admit(
+        &self,
+        mut request: http::Request<Bytes>,
+        log: &mut RequestLog,
+        stream: bool,
+    ) -> Result<Admitted, (EdgeError, Option<Value>)> {
+        let facts = request.extensions().get::<EntryFacts>().cloned().unwrap_or_default();
+        log.trace_id = request.headers().get("traceparent").and_then(|v| v.to_str().ok()).and_then(trace_id);
+        if request.uri().path() != MCP_PATH {
+            if request.method() == Method::GET && ResourceMetadata::is_published_at(request.uri().path()) {
+                // In Lambda the event's own domain, not a header, names the API.
+                let host = facts.api_domain.as_deref().or_else(|| request.headers().get(header::HOST).and_then(|h| h.to_str().ok()));
+                if let Some(document) = self.metadata.response(host.unwrap_or_default()) {
+                    return Ok(Admitted::Answered(document));
+                }
+            }
+            return Err((EdgeError::WrongPath, None));
+        }
+        self.check_host_and_origin(&request, facts.api_domain.as_deref()).map_err(|e| (e, None))?;
+        if facts.unidentified {
+            return Err((EdgeError::Unidentified, None));
+        }
+        if request.method() != Method::POST {
+            return Err((EdgeError::MethodNotAllowed, None));
+        }
+        if !is_json(request.headers()) {
+            return Err((EdgeError::UnsupportedMediaType, None));
+        }
+        if request.body().len() > self.policy.max_body_bytes {
+            return Err((EdgeError::BodyTooLarge { limit: self.policy.max_body_bytes }, None));
+        }
+        let message: Value = serde_json::from_slice(request.body()).map_err(|_| (EdgeError::Parse, None))?;
+        let object = match &message {
+            Value::Object(object) => object,
+            Value::Array(_) => return Err((EdgeError::Batch, None)),
+            _ => return Err((EdgeError::NotAnObject, None)),
+        };
+        let id = object.get("id").cloned();
+        let Some(method) = object.get("method").and_then(Value::as_str) else {
+            // A JSON-RPC response or error: rmcp refuses it on a stateless server.
+            return Ok(Admitted::Other(request, id));
+        };
+        log.method = Some(method.to_owned());
+        log.target = object.get("params").and_then(|p| p.get("name").or_else(|| p.get("uri"))).and_then(Value::as_str).map(str::to_owned);
+        if id.is_none() {
+            // Notifications carry no `_meta` requirement; rmcp answers 202.
+            return Ok(Admitted::Other(request, None));
+        }
+        if method == "initialize" {
+            // Before the `_meta` check a legacy client's handshake would fail
+            // with a message that says nothing about versions.
+            let requested = object.get("params").and_then(|p| p.get("protocolVersion")).and_then(Value::as_str).map(str::to_owned);
+            return Err((EdgeError::Initialize { requested }, id));
+        }
+
+        let ctx = CallContext::from_meta(
+            object.get("params").and_then(|p| p.get("_meta")),
+            request.headers().get("traceparent").and_then(|v| v.to_str().ok()).map(str::to_owned),
+            facts.principal,
+        )
+        .map_err(|e| (EdgeError::from(e), id.clone()))?;
+        if let Some(trace) = ctx.traceparent.as_deref().and_then(trace_id) {
+            log.trace_id = Some(trace);
+        }
+        check_version_header(request.headers(), &ctx).map_err(|e| (e, id.clone()))?;
+        if let Some(reason) = protocol::params_misfit(method, object.get("params")) {
+            return Err((EdgeError::Params(reason), id));
+        }
+        if method == "subscriptions/listen" {
+            // A whole answer cannot hold a stream open, whatever the
+            // handler advertises.
+            if !stream {
+                return Err((EdgeError::ListenNeedsStreaming, id));
+            }
+            let task_ids = listen_task_ids(object.get("params"), &ctx).map_err(|e| (e, id.clone()))?;
+            request.extensions_mut().insert(task_ids);
+        }
+        request.extensions_mut().insert(ctx.clone());
+        Ok(Admitted::Request(request, ctx, id))
+    }
+
+    fn check_host_and_origin(&self, request: &http::Request<Bytes>, api_domain: Option<&str>) -> Result<(), EdgeError> {
+        let host =
+            request.headers().get(header::HOST).and_then(|v| v.to_str().ok()).or_else(|| request.uri().authority().map(|a| a.as_str()));
+        if !host.is_some_and(|host| self.policy.host_allowed(host, api_domain)) {
+            return Err(EdgeError::HostNotAllowed);
+        }
+        // A missing Origin is a non-browser client; a present one must match.
+        match request.headers().get(header::ORIGIN).map(|v| v.to_str()) {
+            None => Ok(()),
+            Some(Ok(origin)) if self.policy.origin_allowed(origin, api_domain) => Ok(()),
+            Some(_) => Err(EdgeError::OriginNotAllowed),
+        }
+    }
+}
+
+/// The `notifications.taskIds` of a listen request: strings, a bounded
+/// number, and only from a client that declared the tasks extension
+/// (ext-tasks, "Task Status Notifications": -32021 otherwise).
+fn listen_task_ids(params: Option<&Value>, ctx: &CallContext) -> Result<TaskIdsFilter, EdgeError> {
+    let Some(ids) = params.and_then(|p| p.pointer("/notifications/taskIds")) else {
+        return Ok(TaskIdsFilter::default());
+    };
+    let ids: Vec<String> = ids
+        .as_array()
+        .and_then(|ids| ids.iter().map(|id| id.as_str().map(str::to_owned)).collect())
+        .ok_or_else(|| EdgeError::Params("notifications.taskIds must be an array of strings".into()))?;
+    if ids.len() > MAX_LISTEN_TASK_IDS {
+        return Err(EdgeError::Params(format!("notifications.taskIds may name at most {MAX_LISTEN_TASK_IDS} tasks")));
+    }
+    if !ids.is_empty() && !ctx.declares("extensions", Some(rmcp::model::TASKS_EXTENSION_ID)) {
+        return Err(EdgeError::MissingCapability(json!({"extensions": {rmcp::model::TASKS_EXTENSION_ID: {}}})));
+    }
+    Ok(TaskIdsFilter(ids))
+}
+
+/// Whether a body is JSON (`application/json`, parameters aside).
+pub(super) fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or_default().trim())
+        .is_some_and(|essence| essence.eq_ignore_ascii_case("application/json"))
+}
+
+/// basic/transports/streamable-http, "Protocol Version Header": the header is
+/// required and must agree with `_meta`; only then is support checked, so a
+/// mismatch is -32020 and an agreed but unknown version is -32022.
+fn check_version_header(headers: &HeaderMap, ctx: &CallContext) -> Result<(), EdgeError> {
+    let header = headers.get("mcp-protocol-version").map(|v| v.to_str().unwrap_or_default());
+    match header {
+        None => Err(EdgeError::HeaderMismatch("MCP-Protocol-Version header is required")),
+        Some(h) if h != ctx.protocol_version => {
+            Err(EdgeError::HeaderMismatch("MCP-Protocol-Version header does not match _meta protocolVersion"))
+        }
+        Some(_) if !SUPPORTED_VERSIONS.contains(&ctx.protocol_version.as_str()) => {
+            Err(EdgeError::UnsupportedVersion { requested: ctx.protocol_version.clone() })
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// The trace id of a W3C `traceparent` (`00-<trace-id>-<span-id>-<flags>`).
+fn trace_id(traceparent: &str) -> Option<String> {
+    let trace = traceparent.split('-').nth(1)?;
+    (trace.len() == 32 && trace.bytes().all(|b| b.is_ascii_hexdigit())).then(|| trace.to_owned())
+}
