@@ -21,11 +21,11 @@ import statistics
 import subprocess
 import time
 
-import tool_call  # infra/tool_call.py, beside this script
+import mcp_client  # infra/mcp_client.py, beside this script
 
 PORT = 39396
-CALL = (tool_call.body("echo", {"text": "hello"}), tool_call.headers("echo"), b"hello")
-DISCOVER = (tool_call.request_body("server/discover", {}), tool_call.request_headers("server/discover"),
+CALL = (mcp_client.body("echo", {"text": "hello"}), mcp_client.headers("echo"), b"hello")
+DISCOVER = (mcp_client.request_body("server/discover", {}), mcp_client.request_headers("server/discover"),
             b"serverInfo")
 
 

@@ -88,7 +88,7 @@ for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && brea
 "$VENV/bin/python" - "$port" <<'PY'
 import json, sys, urllib.request
 sys.path.insert(0, "infra")
-from tool_call import body, headers
+from mcp_client import body, headers
 
 def call(tool, arguments):
     request = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/mcp", data=body(tool, arguments), headers=headers(tool))

@@ -22,11 +22,11 @@ import sys
 import tempfile
 import time
 
-import tool_call  # infra/tool_call.py, beside this script
+import mcp_client  # infra/mcp_client.py, beside this script
 
 PORT = 39395
-BODY = tool_call.body("echo", {"text": "hello"})
-HEADERS = tool_call.headers("echo")
+BODY = mcp_client.body("echo", {"text": "hello"})
+HEADERS = mcp_client.headers("echo")
 
 
 def connect():

@@ -17,17 +17,14 @@ import sys
 import threading
 import time
 
+import mcp_client  # infra/mcp_client.py, beside this script
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PORT = 39393
 EVENT = json.loads((ROOT / "tests/fixtures/apigw-v2-tools-list.json").read_text())
 EVENT["headers"]["mcp-method"] = "tools/call"
 EVENT["headers"]["mcp-name"] = "echo"
-EVENT["body"] = json.dumps({
-    "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-    "params": {"name": "echo", "arguments": {"text": "hello"},
-               "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                         "io.modelcontextprotocol/clientCapabilities": {}}},
-})
+EVENT["body"] = mcp_client.body("echo", {"text": "hello"}).decode()
 EVENT_BYTES = json.dumps(EVENT).encode()
 
 

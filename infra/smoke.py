@@ -32,7 +32,8 @@ import time
 import urllib.error
 import urllib.request
 
-VERSION = "2026-07-28"
+import mcp_client  # infra/mcp_client.py, beside this script
+from mcp_client import VERSION
 
 
 class Endpoint:
@@ -43,21 +44,9 @@ class Endpoint:
 
     def request(self, method, params, capabilities=None, name=None, token=True, meta=None):
         self.ids += 1
-        params = dict(params)
-        params["_meta"] = dict({
-            "io.modelcontextprotocol/protocolVersion": VERSION,
-            "io.modelcontextprotocol/clientCapabilities": capabilities or {},
-            "io.modelcontextprotocol/clientInfo": {"name": "smoke", "version": "1"},
-        }, **(meta or {}))
-        body = json.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}).encode()
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": VERSION,
-            "Mcp-Method": method,
-        }
-        if name:
-            headers["Mcp-Name"] = name
+        body = mcp_client.request_body(method, params, self.ids, capabilities=capabilities,
+                                       client_info={"name": "smoke", "version": "1"}, extra=meta)
+        headers = mcp_client.request_headers(method, name or None)
         if token and self.token:
             headers["Authorization"] = "Bearer " + self.token
         if self.principal:
@@ -70,17 +59,8 @@ class Endpoint:
     def stream(self, method, params, **kw):
         """Each JSON-RPC message of the answer as it arrives, with the time it came."""
         with urllib.request.urlopen(self.request(method, params, **kw), timeout=60) as response:
-            buffer = b""
-            while True:
-                chunk = response.read1(65536)
-                if not chunk:
-                    return
-                buffer += chunk
-                while b"\n\n" in buffer:
-                    event, buffer = buffer.split(b"\n\n", 1)
-                    data = b"".join(line[5:].strip() for line in event.split(b"\n") if line.startswith(b"data:"))
-                    if data:
-                        yield time.monotonic(), json.loads(data)
+            for message in mcp_client.stream_messages(mcp_client.reader(response)):
+                yield time.monotonic(), message
 
     def rpc(self, method, params, **kw):
         status, headers, raw = self.post(method, params, **kw)
@@ -113,14 +93,10 @@ def fetch(request):
 
 
 def parse(headers, raw):
-    if "text/event-stream" in (headers.get("Content-Type") or ""):
-        for line in raw.decode().splitlines():
-            if line.startswith("data:"):
-                message = json.loads(line[5:])
-                if "result" in message or "error" in message:
-                    return message
-        raise Failure("no response in the event stream")
-    return json.loads(raw)
+    try:
+        return mcp_client.final_message(headers.get("Content-Type"), raw)
+    except ValueError as error:
+        raise Failure(str(error))
 
 
 def text(result):

@@ -14,17 +14,16 @@ import sys
 import time
 import urllib.request
 
+import mcp_client  # infra/mcp_client.py, beside this script
+
 URL, LOG = sys.argv[1], sys.argv[2]
 N = int(sys.argv[3]) if len(sys.argv) > 3 else 20
 CAPABILITIES = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
 
 
 def rpc(method, params, name):
-    params["_meta"] = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                       "io.modelcontextprotocol/clientCapabilities": CAPABILITIES}
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name}
+    body = mcp_client.request_body(method, params, capabilities=CAPABILITIES)
+    headers = mcp_client.request_headers(method, name)
     with urllib.request.urlopen(urllib.request.Request(URL, body, headers), timeout=10) as response:
         return json.load(response)
 

@@ -52,10 +52,10 @@ cargo_passed="$(awk '/^test result:/ {n += $4} END {print n + 0}' "$STATE_DIR/ca
 say "fuzz smoke: 3,000 inputs per target, fresh seed (infra/fuzz.sh runs 10^6)"
 cargo run --locked -q -p e2e --bin fuzz -- all 3000 | tee "$STATE_DIR/fuzz-smoke.txt"
 
-say "template: sam validate --lint, cfn-lint, translated-template test"
+say "template: sam validate --lint, cfn-lint, translated-template test; the scripts' MCP client (tests/infra)"
 "$VENV/bin/sam" validate --lint --template template.yaml
 "$VENV/bin/cfn-lint" template.yaml
-"$VENV/bin/pytest" -q -p no:cacheprovider tests/template | tee "$STATE_DIR/pytest.log"
+"$VENV/bin/pytest" -q -p no:cacheprovider tests/template tests/infra | tee "$STATE_DIR/pytest.log"
 pytest_passed="$(grep -Eo '[0-9]+ passed' "$STATE_DIR/pytest.log" | tail -n 1 | cut -d' ' -f1)"
 
 say "supply chain: cargo-deny (licenses, bans, sources; advisories where the database is reachable)"
@@ -201,5 +201,5 @@ else
   say "skipped: an emulator was running before the test command, and it stays as it was"
 fi
 
-say "cargo tests: $cargo_passed passed; template tests: $pytest_passed passed; fork tests: $fork_passed passed; upgrade checks: $upgrade_passed passed; smoke checks: $smoke_passed passed; curl examples: $curl_passed passed; Inspector checks: $inspector_passed passed; conformance checks: $conformance_passed passed"
+say "cargo tests: $cargo_passed passed; template and script tests: $pytest_passed passed; fork tests: $fork_passed passed; upgrade checks: $upgrade_passed passed; smoke checks: $smoke_passed passed; curl examples: $curl_passed passed; Inspector checks: $inspector_passed passed; conformance checks: $conformance_passed passed"
 echo "summary: $((cargo_passed + pytest_passed + fork_passed + upgrade_passed + smoke_passed + curl_passed + inspector_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"

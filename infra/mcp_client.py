@@ -1,0 +1,100 @@
+"""MCP 2026-07-28 over Streamable HTTP as this project's scripts speak it:
+the one place that writes the request envelope (the JSON-RPC body with its
+`_meta`, and the headers a conforming client adds) and reads answers (one
+JSON body, or the messages of an event stream). Standard library only;
+scripts import it from beside themselves (`infra/`).
+
+Server-sent events are read as the HTML standard defines them: events end
+with a blank line, and a message is the JSON of an event's `data:` lines
+(one leading space dropped), joined by newlines when there are several;
+events without data (keep-alive comments) carry no message.
+"""
+
+import json
+
+VERSION = "2026-07-28"
+
+
+def meta(capabilities=None, client_info=None, extra=None):
+    """The per-request `_meta` of basic/index, "Per-request protocol fields"."""
+    fields = {
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+    }
+    if client_info is not None:
+        fields["io.modelcontextprotocol/clientInfo"] = client_info
+    fields.update(extra or {})
+    return fields
+
+
+def request(method, params, id=1, **meta_fields):
+    """A JSON-RPC request for `method`, its `params` given a `_meta` (see meta())."""
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": dict(params, _meta=meta(**meta_fields))}
+
+
+def request_body(method, params, id=1, **meta_fields):
+    return json.dumps(request(method, params, id, **meta_fields)).encode()
+
+
+def request_headers(method, name=None):
+    """The standard headers (basic/transports/streamable-http); `name` is the
+    tool, resource or task the request names (`Mcp-Name`)."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": VERSION, "Mcp-Method": method}
+    if name is not None:
+        headers["Mcp-Name"] = name
+    return headers
+
+
+def body(tool, arguments, **meta_fields):
+    """A `tools/call` of `tool`."""
+    return request_body("tools/call", {"name": tool, "arguments": arguments}, **meta_fields)
+
+
+def headers(tool):
+    return request_headers("tools/call", tool)
+
+
+def event_message(event):
+    """The message of one event (bytes or text, without its blank line), or None."""
+    if isinstance(event, bytes):
+        event = event.decode("utf-8", "replace")
+    data = [line[5:][1:] if line[5:].startswith(" ") else line[5:]
+            for line in event.split("\n") if line.startswith("data:")]
+    return json.loads("\n".join(data)) if data else None
+
+
+def stream_messages(chunks):
+    """The messages of an event stream as its chunks (bytes) arrive."""
+    buffer = b""
+    for chunk in chunks:
+        buffer += chunk
+        while b"\n\n" in buffer:
+            event, buffer = buffer.split(b"\n\n", 1)
+            message = event_message(event)
+            if message is not None:
+                yield message
+
+
+def reader(response):
+    """The chunks of an http.client or urllib response, as they arrive."""
+    while True:
+        chunk = response.read1(65536)
+        if not chunk:
+            return
+        yield chunk
+
+
+def messages(content_type, raw):
+    """Every message of a whole answer: its JSON body, or its events'."""
+    if "text/event-stream" in (content_type or ""):
+        return list(stream_messages([raw, b"\n\n"]))
+    return [json.loads(raw)]
+
+
+def final_message(content_type, raw):
+    """The response (a message with `result` or `error`) of a whole answer."""
+    for message in reversed(messages(content_type, raw)):
+        if "result" in message or "error" in message:
+            return message
+    raise ValueError("no response in the answer")

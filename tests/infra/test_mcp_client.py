@@ -1,0 +1,41 @@
+"""infra/mcp_client.py, the MCP client every script speaks through: the
+envelope it writes and the answers it reads."""
+
+import json
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "infra"))
+
+import mcp_client  # noqa: E402
+
+
+def test_a_request_carries_the_meta_and_headers_of_2026_07_28():
+    body = json.loads(mcp_client.body("echo", {"text": "hi"}, capabilities={"elicitation": {}}, client_info={"name": "t"}))
+    assert body["method"] == "tools/call" and body["params"]["arguments"] == {"text": "hi"}
+    assert body["params"]["_meta"] == {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "t"},
+    }
+    headers = mcp_client.headers("echo")
+    assert headers["MCP-Protocol-Version"] == "2026-07-28"
+    assert (headers["Mcp-Method"], headers["Mcp-Name"]) == ("tools/call", "echo")
+    assert "Mcp-Name" not in mcp_client.request_headers("server/discover")
+
+
+def test_events_are_read_whole_across_chunks_with_multi_line_data():
+    chunks = [b": keep-alive\n\ndata: {\"a\"", b":1}\n\nid: 3\ndata: {\"id\": 1,\ndata: \"result\": {}}\n\n"]
+    assert list(mcp_client.stream_messages(chunks)) == [{"a": 1}, {"id": 1, "result": {}}]
+
+
+def test_the_final_message_of_a_whole_answer():
+    stream = b"data: {\"method\": \"notifications/progress\"}\n\ndata: {\"id\": 7, \"result\": {\"ok\": true}}"
+    assert mcp_client.final_message("text/event-stream", stream) == {"id": 7, "result": {"ok": True}}
+    assert mcp_client.final_message("application/json", b'{"id": 1, "error": {"code": -32602}}')["error"]["code"] == -32602
+    try:
+        mcp_client.final_message("text/event-stream", b": only a comment\n\n")
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("an answer without a response")
