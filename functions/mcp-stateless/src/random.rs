@@ -2,7 +2,8 @@
 //! nonces, state ids, handles and the in-process key.
 //!
 //! Not aws-lc's DRBG: seeding it runs a CPU-jitter entropy source that costs
-//! about 35 ms on first use (measured with perf), a tax on every cold start.
+//! tens of milliseconds on first use (docs/benchmarks.md), a tax on every
+//! cold start.
 
 /// `N` random bytes. Panics only if the kernel cannot provide randomness,
 /// in which case no secure operation is possible anyway.

@@ -2,8 +2,8 @@
 //!
 //! Every result names the server in its `_meta` (basic/index, "Per-response
 //! protocol fields"); rmcp does so only for `server/discover`. Parsing each
-//! answer into a `Value`, adding the entry and writing it out again cost a
-//! `tools/call` about 10 % of its instructions (callgrind), so the common
+//! answer into a `Value`, adding the entry and writing it out again was a
+//! tenth of a `tools/call`'s work (docs/benchmarks.md), so the common
 //! answer, a result without `_meta` or an error, is read only as far as its
 //! top-level fields, and the entry is written in front of the result's own
 //! fields, which are copied as they are. Anything else (a result that has a

@@ -224,7 +224,7 @@ macro_rules! listen_methods {
             // Boxed: rmcp's future for every request is as large as its
             // largest method's, and a stream's (polls of the feed, tasks
             // and resources) is large; moved on each spawn, it cost every
-            // request 25k instructions of copying.
+            // request a copy of it (docs/benchmarks.md).
             Box::pin(self.$field.listen(context, watched)).await
         }
     };
