@@ -83,7 +83,7 @@ impl Rig {
         // a retry, not a timeout.
         let limits = CallLimits { attempt: Duration::from_secs(10), operation: Duration::from_secs(30), ..FAST };
         let mut deps = mcp_aws::dependencies(&settings, Some(&self.sdk_with(&limits).await), Arc::new(SystemClock));
-        deps.tasks = deps.tasks.with_policy(TaskPolicy { max_per_owner: cap, ..TaskPolicy::from_env() });
+        deps.tasks = deps.tasks.with_policy(TaskPolicy { max_per_owner: cap, ..TaskPolicy::default() });
         let worker = WorkerProcess::start(
             env!("CARGO_BIN_EXE_fixture-worker"),
             &[

@@ -19,7 +19,7 @@ pub mod worker_entry;
 use std::sync::Arc;
 
 use mcp_stateless::{
-    Dependencies, Handles, Mode, RequestStates, StartError,
+    Dependencies, Handles, Mode, RequestStates, Settings, StartError,
     clock::{Clock, SystemClock},
     handles::{HandleStore, memory::InMemoryHandleStore},
     quota::{CreationQuota, InMemoryQuota},
@@ -96,7 +96,9 @@ pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>,
         request_states: RequestStates::new(sealer, ledger, clock.clone(), audience),
         handles: Handles::new(store, clock.clone()).with_quota(quota.clone()),
         tasks: tasks.with_quota(quota.clone()),
-        subscriptions: Subscriptions::new(feed, quota, clock, ListenPolicy::from_process_env()),
+        // Served where answers stream; the start applies the settings
+        // (`Dependencies::configured`).
+        subscriptions: Subscriptions::new(feed, quota, clock, ListenPolicy::new(true)),
     }
 }
 
@@ -123,8 +125,9 @@ where
     S: rmcp::ServerHandler + Clone,
     F: FnOnce(Dependencies) -> S,
 {
-    let mode = mcp_stateless::detect_mode();
-    mcp_stateless::logging::init(mode);
+    let common = Settings::from_env().map_err(StartError::Config)?;
+    let mode = common.mode;
+    mcp_stateless::logging::init(mode, &common.log_level);
     let settings = AwsSettings::from_env();
     settings.check(mode).map_err(StartError::Config)?;
     let uses_aws = settings.state_key_id.is_some() || settings.table_name.is_some() || settings.task_queue_url.is_some();
@@ -139,15 +142,16 @@ where
         );
     }
     let deps = dependencies(&settings, sdk.as_ref(), Arc::new(SystemClock));
-    mcp_stateless::serve(mode, deps, build_handler).await
+    mcp_stateless::serve(common, deps, build_handler).await
 }
 
 /// The worker function's `main`: runs `tools` for tasks the queue delivers,
 /// as a Lambda SQS consumer or, locally, by polling the queues. Needs the
 /// table and the queue (`MCP_TABLE_NAME`, `MCP_TASK_QUEUE_URL`) in both.
 pub async fn run_worker(tools: TaskTools) -> Result<(), StartError> {
-    let mode = mcp_stateless::detect_mode();
-    mcp_stateless::logging::init(mode);
+    let common = Settings::from_env().map_err(StartError::Config)?;
+    let mode = common.mode;
+    mcp_stateless::logging::init(mode, &common.log_level);
     let settings = AwsSettings::from_env();
     let (Some(table), Some(queue_url)) = (&settings.table_name, &settings.task_queue_url) else {
         return Err(StartError::Config(format!("the worker needs {} and {}", settings::TABLE_NAME, settings::TASK_QUEUE_URL)));
@@ -158,7 +162,7 @@ pub async fn run_worker(tools: TaskTools) -> Result<(), StartError> {
     let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table));
     let queue = Arc::new(SqsTaskQueue::new(sqs.clone(), queue_url));
     // The outcome's write must fit before the invocation's deadline.
-    let policy = TaskPolicy { deadline_margin: timings::deadline_margin(limits.operation), ..TaskPolicy::from_env() };
+    let policy = TaskPolicy { deadline_margin: timings::deadline_margin(limits.operation), ..common.tasks };
     let backend = TaskBackend::new(store.clone(), queue, Arc::new(SystemClock)).with_policy(policy).with_quota(store);
     let worker = TaskWorker::new(backend.with_tools(tools));
     match mode {

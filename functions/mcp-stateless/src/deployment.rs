@@ -15,24 +15,11 @@ pub enum Mode {
 /// How responses leave the function: whole (API Gateway HTTP API, which
 /// cannot stream) or as they are written (a REST API with response
 /// streaming, a Function URL, the local server). Chosen at deploy time
-/// (`MCP_TRANSPORT`), read once at cold start.
+/// (`MCP_TRANSPORT`), read once at start (`settings.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
     Buffered,
     Streaming,
-}
-
-impl Transport {
-    /// `MCP_TRANSPORT` (`buffered` or `streaming`); unset: buffered in
-    /// Lambda (the template's default API), streaming locally.
-    pub fn from_env(mode: Mode) -> Result<Self, String> {
-        match env::var("MCP_TRANSPORT").ok().as_deref().map(str::trim) {
-            None | Some("") => Ok(if mode == Mode::Local { Self::Streaming } else { Self::Buffered }),
-            Some("buffered") => Ok(Self::Buffered),
-            Some("streaming") => Ok(Self::Streaming),
-            Some(other) => Err(format!("MCP_TRANSPORT must be buffered or streaming, not {other:?}")),
-        }
-    }
 }
 
 /// Lambda when the Lambda runtime API is present, the local server otherwise.

@@ -16,6 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["tasks"],
     &["subscriptions"],
     &["edge"],
+    &["settings"],
 ];
 
 fn layer(module: &str) -> Option<usize> {

@@ -5,6 +5,8 @@
 //! One folder per concern, highest first, each looking only down (a test,
 //! `layering.rs`, fails on any `crate::` path that names a module above
 //! the one holding it):
+//! - [`settings`]: every variable the machinery takes, read once at start
+//!   with its default and its check, and handed down;
 //! - [`edge`]: one HTTP request in, one response out, whole or streamed
 //!   (headers, origin, `_meta`, errors, logs, protected resource
 //!   metadata), and the Lambda and local entry points;
@@ -37,6 +39,7 @@ pub mod protocol;
 pub mod quota;
 pub mod random;
 pub mod sealed;
+pub mod settings;
 pub mod storage;
 pub mod subscriptions;
 pub mod tasks;
@@ -54,6 +57,7 @@ pub use protocol::context::{CallContext, EntryFacts, Principal};
 pub use sealed::mrtr::{RequestStates, StateScope};
 use sealed::redemption::InMemoryLedger;
 use sealed::request_state::{EnvelopeSealer, InProcessKey};
+pub use settings::Settings;
 
 /// What a function's tools are built from, once per cold start.
 #[derive(Clone)]
@@ -75,14 +79,26 @@ impl Dependencies {
         Self::in_process_with_clock(Arc::new(SystemClock))
     }
 
+    /// The same, on `clock`. States are sealed for the audience `local`:
+    /// the key is this process's alone, so no other deployment could open
+    /// them anyway.
     pub fn in_process_with_clock(clock: Arc<dyn Clock>) -> Self {
-        let audience = std::env::var("MCP_AUDIENCE").unwrap_or_else(|_| "local".to_owned());
+        let audience = "local";
         let sealer = EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone());
         Self {
             request_states: RequestStates::new(Arc::new(sealer), Arc::new(InMemoryLedger::default()), clock.clone(), audience),
             handles: Handles::new(Arc::new(InMemoryHandleStore::default()), clock.clone()),
             tasks: tasks::TaskBackend::in_process(clock.clone()),
             subscriptions: subscriptions::Subscriptions::in_process(clock),
+        }
+    }
+
+    /// Under the task and listen policies `settings` read.
+    pub fn configured(self, settings: &Settings) -> Self {
+        Self {
+            tasks: self.tasks.with_policy(settings.tasks.clone()),
+            subscriptions: self.subscriptions.with_policy(settings.listen.clone()),
+            ..self
         }
     }
 }
@@ -120,28 +136,29 @@ where
     S: rmcp::ServerHandler + Clone,
     F: FnOnce(Dependencies) -> S,
 {
-    let mode = detect_mode();
-    logging::init(mode);
-    if mode == Mode::Lambda {
+    let settings = Settings::from_env().map_err(StartError::Config)?;
+    logging::init(settings.mode, &settings.log_level);
+    if settings.mode == Mode::Lambda {
         // Another instance could not open this one's requestState or see
         // its handles: refuse rather than fail request by request.
         return Err(StartError::Config(
             "in-process state cannot serve Lambda, where any instance serves any request; use mcp_aws::run".into(),
         ));
     }
-    serve(mode, Dependencies::in_process(), build_handler).await
+    serve(settings, Dependencies::in_process(), build_handler).await
 }
 
-/// Serves `build_handler(deps)` in `mode` until the process ends.
-pub async fn serve<S, F>(mode: Mode, deps: Dependencies, build_handler: F) -> Result<(), StartError>
+/// Serves `build_handler(deps)` as `settings` say until the process ends.
+pub async fn serve<S, F>(settings: Settings, deps: Dependencies, build_handler: F) -> Result<(), StartError>
 where
     S: rmcp::ServerHandler + Clone,
     F: FnOnce(Dependencies) -> S,
 {
-    let policy = EdgePolicy::from_env(mode).map_err(StartError::Config)?;
+    edge::request_log::use_metrics_namespace(&settings.metrics_namespace);
+    let deps = deps.configured(&settings);
     let subscriptions = deps.subscriptions.clone();
-    let mut endpoint = McpEndpoint::new(build_handler(deps), policy);
-    if let Some(bearer) = edge::bearer::BearerPolicy::from_env().map_err(StartError::Config)? {
+    let mut endpoint = McpEndpoint::new(build_handler(deps), settings.edge).with_resource_metadata(settings.resource_metadata);
+    if let Some(bearer) = settings.bearer {
         endpoint = endpoint.with_bearer(edge::bearer::BearerVerifier::new(bearer).map_err(StartError::Config)?);
     }
     let endpoint = Arc::new(endpoint);
@@ -150,15 +167,14 @@ where
     if let Err(error) = subscriptions.record_live().await {
         tracing::warn!(%error, "could not record this deployment's lists in the change feed");
     }
-    match mode {
+    match settings.mode {
         Mode::Lambda => edge::lambda::serve_lambda(endpoint).await.map_err(StartError::Lambda),
         Mode::Local => {
-            let addr = edge::local::address_from_env();
+            let addr = settings.local_addr;
             let listener =
                 tokio::net::TcpListener::bind(&addr).await.map_err(|source| StartError::Listen { addr: addr.clone(), source })?;
             let bound = listener.local_addr()?;
-            edge::local::check_reach(bound, std::env::var(edge::local::DEV_PRINCIPAL_BEYOND_LOOPBACK).is_ok_and(|v| v == "1"))
-                .map_err(StartError::Config)?;
+            edge::local::check_reach(bound, settings.allow_remote).map_err(StartError::Config)?;
             tracing::info!("MCP server listening on http://{bound}{}", edge::policy::MCP_PATH);
             Ok(edge::local::serve_local(endpoint, listener).await?)
         }

@@ -26,14 +26,14 @@ fn filter(requested: &str) -> Targets {
     format!("{requested},rmcp=warn").parse().unwrap_or_else(|_| fallback())
 }
 
-pub fn init(mode: Mode) {
-    let requested = std::env::var("MCP_LOG_LEVEL").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "info".to_owned());
+/// Logs to stderr from here on, at `requested` ([`crate::settings::Settings::log_level`]).
+pub fn init(mode: Mode, requested: &str) {
     let builder = tracing_subscriber::fmt().with_writer(std::io::stderr);
     let _ = match mode {
         Mode::Lambda => {
-            builder.json().flatten_event(true).with_current_span(false).without_time().finish().with(filter(&requested)).try_init()
+            builder.json().flatten_event(true).with_current_span(false).without_time().finish().with(filter(requested)).try_init()
         }
-        Mode::Local => builder.finish().with(filter(&requested)).try_init(),
+        Mode::Local => builder.finish().with(filter(requested)).try_init(),
     };
 }
 

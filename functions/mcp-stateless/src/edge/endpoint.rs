@@ -71,17 +71,10 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let server_info = Arc::new(serde_json::to_value(handler.get_info().server_info).unwrap_or_default());
         let rmcp = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(NeverSessionManager::default()), config);
         let server_info_text = Arc::from(server_info.to_string());
-        Self {
-            rmcp,
-            policy: Arc::new(policy),
-            server_info,
-            server_info_text,
-            resource_metadata: ResourceMetadata::from_env(),
-            bearer: None,
-        }
+        Self { rmcp, policy: Arc::new(policy), server_info, server_info_text, resource_metadata: ResourceMetadata::default(), bearer: None }
     }
 
-    /// Replaces the protected resource metadata read from the environment.
+    /// Publishes `metadata` (none by default: auth off).
     pub fn with_resource_metadata(mut self, metadata: ResourceMetadata) -> Self {
         self.resource_metadata = metadata;
         self

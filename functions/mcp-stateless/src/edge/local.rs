@@ -24,18 +24,6 @@ use crate::{
 
 pub const DEFAULT_LOCAL_ADDR: &str = "127.0.0.1:3000";
 
-/// `MCP_LOCAL_ADDR`; else `127.0.0.1:$PORT` when `PORT` is set (as process
-/// managers and benchmark harnesses set it); else [`DEFAULT_LOCAL_ADDR`].
-/// Always loopback unless `MCP_LOCAL_ADDR` says otherwise.
-pub fn address_from_env() -> String {
-    if let Ok(addr) = std::env::var("MCP_LOCAL_ADDR") {
-        return addr;
-    }
-    match std::env::var("PORT").ok().and_then(|port| port.trim().parse::<u16>().ok()) {
-        Some(port) => format!("127.0.0.1:{port}"),
-        None => DEFAULT_LOCAL_ADDR.to_owned(),
-    }
-}
 /// Issuer given to development principals, so they never equal a real one.
 pub const DEV_ISSUER: &str = "local-dev";
 

@@ -2,8 +2,6 @@
 //! environment once at cold start; the same variable names in Lambda, in the
 //! local server and in `template.yaml`.
 
-use std::env;
-
 pub use crate::deployment::{Mode, Transport};
 
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -32,25 +30,6 @@ impl EdgePolicy {
     pub fn new(mode: Mode) -> Self {
         let transport = if mode == Mode::Local { Transport::Streaming } else { Transport::Buffered };
         Self { mode, allowed_hosts: Vec::new(), allowed_origins: Vec::new(), max_body_bytes: DEFAULT_MAX_BODY_BYTES, transport }
-    }
-
-    /// `MCP_ALLOWED_HOSTS`, `MCP_ALLOWED_ORIGINS` (comma-separated hostnames),
-    /// `MCP_MAX_BODY_BYTES` and `MCP_TRANSPORT`.
-    pub fn from_env(mode: Mode) -> Result<Self, String> {
-        let list = |name: &str| -> Vec<String> {
-            env::var(name).unwrap_or_default().split(',').map(|h| h.trim().to_ascii_lowercase()).filter(|h| !h.is_empty()).collect()
-        };
-        let max_body_bytes = match env::var("MCP_MAX_BODY_BYTES") {
-            Ok(v) => v.parse().map_err(|_| format!("MCP_MAX_BODY_BYTES is not a byte count: {v:?}"))?,
-            Err(_) => DEFAULT_MAX_BODY_BYTES,
-        };
-        Ok(Self {
-            mode,
-            allowed_hosts: list("MCP_ALLOWED_HOSTS"),
-            allowed_origins: list("MCP_ALLOWED_ORIGINS"),
-            max_body_bytes,
-            transport: Transport::from_env(mode)?,
-        })
     }
 
     /// DNS-rebinding defence (basic/transports/streamable-http, "Security Warning").

@@ -26,20 +26,7 @@ pub struct ResourceMetadata {
     pub base_path: String,
 }
 
-fn list(name: &str) -> Vec<String> {
-    std::env::var(name).unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
-}
-
 impl ResourceMetadata {
-    pub fn from_env() -> Self {
-        Self {
-            authorization_servers: list("MCP_AUTHORIZATION_SERVERS"),
-            scopes_supported: list("MCP_SCOPES_SUPPORTED"),
-            resource: std::env::var("MCP_RESOURCE").ok().filter(|r| !r.is_empty()),
-            base_path: std::env::var("MCP_BASE_PATH").unwrap_or_default().trim().trim_end_matches('/').to_owned(),
-        }
-    }
-
     pub fn is_published_at(path: &str) -> bool {
         path == WELL_KNOWN || path.strip_prefix(WELL_KNOWN) == Some(MCP_PATH)
     }

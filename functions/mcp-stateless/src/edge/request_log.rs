@@ -60,10 +60,16 @@ pub fn capped(value: &str) -> String {
     }
 }
 
-/// `MCP_METRICS_NAMESPACE` (template.yaml sets the stack name), read once.
+static NAMESPACE: OnceLock<String> = OnceLock::new();
+
+/// Names the metrics' namespace ([`crate::settings::Settings::metrics_namespace`]),
+/// once at start; the first call wins.
+pub fn use_metrics_namespace(namespace: &str) {
+    let _ = NAMESPACE.set(namespace.to_owned());
+}
+
 fn namespace() -> &'static str {
-    static NAMESPACE: OnceLock<String> = OnceLock::new();
-    NAMESPACE.get_or_init(|| std::env::var("MCP_METRICS_NAMESPACE").ok().filter(|n| !n.is_empty()).unwrap_or_else(|| "MCP".into()))
+    NAMESPACE.get().map_or("MCP", String::as_str)
 }
 
 impl RequestLog {

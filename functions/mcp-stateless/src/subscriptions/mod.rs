@@ -19,12 +19,7 @@ use std::{
 
 use rmcp::model::{ServerCapabilities, SubscriptionFilter};
 
-use crate::{
-    clock::Clock,
-    deployment::{Transport, detect_mode},
-    quota::CreationQuota,
-    storage::StoreError,
-};
+use crate::{clock::Clock, quota::CreationQuota, storage::StoreError};
 pub use feed::{ChangeFeed, InMemoryFeed, ListDigests, ListKind};
 pub use listen::{TaskIdsFilter, Watched};
 
@@ -34,7 +29,7 @@ pub const MAX_LISTEN_TASK_IDS: usize = 20;
 /// acknowledgement names the ones it does.
 pub const MAX_LISTEN_RESOURCES: usize = 20;
 
-/// How streams behave; from the environment once per cold start.
+/// How streams behave; read once at start (`settings.rs`).
 #[derive(Debug, Clone)]
 pub struct ListenPolicy {
     /// Whether responses stream here (the local server, or Lambda with
@@ -56,24 +51,6 @@ impl ListenPolicy {
 
     pub fn new(enabled: bool) -> Self {
         Self { enabled, lifetime: Self::DEFAULT_LIFETIME, poll_interval: Self::DEFAULT_POLL_INTERVAL, max_per_owner: 5 }
-    }
-
-    /// For this process: its mode and `MCP_TRANSPORT` decide whether
-    /// streams exist (a bad `MCP_TRANSPORT` stops the start elsewhere).
-    pub fn from_process_env() -> Self {
-        let mode = detect_mode();
-        Self::from_env(Transport::from_env(mode).unwrap_or(Transport::Buffered))
-    }
-
-    pub fn from_env(transport: Transport) -> Self {
-        let number = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok());
-        let defaults = Self::new(transport == Transport::Streaming);
-        Self {
-            lifetime: number("MCP_LISTEN_SECONDS").map_or(defaults.lifetime, Duration::from_secs),
-            poll_interval: number("MCP_FEED_POLL_MS").map_or(defaults.poll_interval, |ms| Duration::from_millis(ms.max(10))),
-            max_per_owner: number("MCP_LISTEN_MAX_PER_OWNER").map_or(defaults.max_per_owner, |n| n.min(u64::from(u32::MAX)) as u32),
-            ..defaults
-        }
     }
 }
 
@@ -106,7 +83,9 @@ impl Subscriptions {
             Arc::new(InMemoryFeed::default()),
             Arc::new(crate::quota::InMemoryQuota::default()),
             clock,
-            ListenPolicy::from_process_env(),
+            // Served where answers stream, as they do locally by default;
+            // the start applies the settings (`Dependencies::configured`).
+            ListenPolicy::new(true),
         )
     }
 

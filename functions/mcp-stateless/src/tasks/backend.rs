@@ -31,7 +31,7 @@ pub struct TaskBackend {
 
 impl TaskBackend {
     pub fn new(store: Arc<dyn TaskStore>, queue: Arc<dyn TaskQueue>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, queue, clock, policy: TaskPolicy::from_env(), quota: Arc::new(InMemoryQuota::default()), in_process: None }
+        Self { store, queue, clock, policy: TaskPolicy::default(), quota: Arc::new(InMemoryQuota::default()), in_process: None }
     }
 
     /// Memory and a worker in this process: zero setup, and nothing

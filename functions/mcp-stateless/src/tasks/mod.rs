@@ -26,7 +26,7 @@ pub mod worker;
 mod tests;
 
 pub use backend::TaskBackend;
-pub use service::{TaskPolicy, Tasks};
+pub use service::{TaskPolicy, TaskSettings, Tasks};
 pub use tool::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools};
 pub use worker::{Disposition, TaskWorker};
 

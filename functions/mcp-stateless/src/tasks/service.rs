@@ -34,9 +34,23 @@ use crate::{
     storage::StoreError,
 };
 
+/// What a deployment sets of its tasks' timing (`settings.rs` reads it):
+/// `MCP_WORKER_TIMEOUT_SECONDS`, `MCP_TASK_MAX_ATTEMPTS`,
+/// `MCP_TASK_LEASE_SECONDS`, `MCP_TASK_START_DEADLINE_SECONDS`,
+/// `MCP_TASK_TTL_SECONDS` and `MCP_TASK_MAX_PER_OWNER`; unset, the defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskSettings {
+    pub worker_timeout: Option<Duration>,
+    pub max_attempts: Option<u32>,
+    pub lease: Option<Duration>,
+    pub start_deadline: Option<Duration>,
+    pub ttl: Option<Duration>,
+    pub max_per_owner: Option<u32>,
+}
+
 /// Lifetimes and pacing, the same for every task of a function, derived
 /// from the deployment's worker timeout and attempts ([`TaskTimings`]).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskPolicy {
     /// From creation; never extended. The record is unreadable after it.
     pub ttl: Duration,
@@ -86,30 +100,23 @@ impl TaskPolicy {
         }
     }
 
-    /// Derived from `MCP_WORKER_TIMEOUT_SECONDS` and `MCP_TASK_MAX_ATTEMPTS`
-    /// (both functions get both from `template.yaml`), with
-    /// `MCP_TASK_START_DEADLINE_SECONDS`, `MCP_TASK_LEASE_SECONDS` and
-    /// `MCP_TASK_MAX_PER_OWNER` applied when set. `MCP_TASK_TTL_SECONDS`
-    /// may lengthen the lifetime, never shorten it below the recovery bound.
-    pub fn from_env() -> Self {
-        let number = |name: &str| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok());
-        let seconds = |name: &str| number(name).map(Duration::from_secs);
-        let worker_timeout = seconds("MCP_WORKER_TIMEOUT_SECONDS").unwrap_or(Duration::from_secs(300));
-        let attempts = number("MCP_TASK_MAX_ATTEMPTS").map_or(3, |n| n.min(u64::from(u32::MAX)) as u32);
-        let mut timings = TaskTimings::derive(worker_timeout, attempts);
-        if let Some(lease) = seconds("MCP_TASK_LEASE_SECONDS") {
+    /// Derived from the worker's timeout and the attempts a task gets
+    /// (both functions get both from `template.yaml`), with the lease,
+    /// start deadline and per-owner cap applied when set. A requested
+    /// lifetime may lengthen the task's, never shorten it below the
+    /// recovery bound.
+    pub fn from_settings(settings: &TaskSettings) -> Self {
+        let worker_timeout = settings.worker_timeout.unwrap_or(Duration::from_secs(300));
+        let mut timings = TaskTimings::derive(worker_timeout, settings.max_attempts.unwrap_or(3));
+        if let Some(lease) = settings.lease {
             timings.lease = lease;
         }
-        if let Some(deadline) = seconds("MCP_TASK_START_DEADLINE_SECONDS") {
+        if let Some(deadline) = settings.start_deadline {
             timings.start_deadline = deadline;
         }
-        let requested = seconds("MCP_TASK_TTL_SECONDS").unwrap_or_default();
-        timings.ttl = timings.ttl.max(timings.recovery_bound()).max(requested);
+        timings.ttl = timings.ttl.max(timings.recovery_bound()).max(settings.ttl.unwrap_or_default());
         let defaults = Self::from_timings(&timings);
-        Self {
-            max_per_owner: number("MCP_TASK_MAX_PER_OWNER").map_or(defaults.max_per_owner, |n| n.min(u64::from(u32::MAX)) as u32),
-            ..defaults
-        }
+        Self { max_per_owner: settings.max_per_owner.unwrap_or(defaults.max_per_owner), ..defaults }
     }
 
     /// The per-owner counter a task created at `created_at_ms` counts in.

@@ -63,20 +63,13 @@ pub struct BearerPolicy {
 }
 
 impl BearerPolicy {
-    /// `None` unless `MCP_JWT_ISSUER` is set.
-    pub fn from_env() -> Result<Option<Self>, String> {
-        let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-        let list = |name: &str| {
-            var(name).map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()).unwrap_or_default()
-        };
-        let Some(issuer) = var("MCP_JWT_ISSUER") else { return Ok(None) };
-        let policy =
-            Self { issuer, audiences: list("MCP_JWT_AUDIENCE"), scopes: list("MCP_JWT_SCOPES"), jwks_url: var("MCP_JWT_JWKS_URL") };
-        if policy.audiences.is_empty() {
+    /// An issuer needs the audiences it may mint for, and key URLs that
+    /// pass [`key_url`]'s rule: otherwise the start stops, saying which.
+    pub fn check(&self) -> Result<(), String> {
+        if self.audiences.is_empty() {
             return Err("MCP_JWT_AUDIENCE must name the audiences accepted when MCP_JWT_ISSUER is set".into());
         }
-        policy.key_source()?;
-        Ok(Some(policy))
+        self.key_source().map(|_| ())
     }
 
     /// Where the keys are, each URL held to [`key_url`]'s rule.
