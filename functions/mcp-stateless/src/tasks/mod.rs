@@ -14,6 +14,7 @@
 //! - [`worker`]: `TaskWorker`, the worker side.
 
 pub mod backend;
+pub mod policy;
 pub mod queue;
 pub mod record;
 pub mod service;
@@ -26,7 +27,8 @@ pub mod worker;
 mod tests;
 
 pub use backend::TaskBackend;
-pub use service::{TaskPolicy, TaskSettings, Tasks};
+pub use policy::{TaskPolicy, TaskSettings};
+pub use service::Tasks;
 pub use tool::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools};
 pub use worker::{Disposition, TaskWorker};
 
