@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gate the test command starts with: every crate formatted as
+# The gate the test command runs before its tests: every crate formatted as
 # rustfmt.toml says, and clippy finding nothing in any crate or target (its
 # default lints and [workspace.lints] in Cargo.toml, all as errors).
 #

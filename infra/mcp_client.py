@@ -60,15 +60,17 @@ def event_message(event):
     if isinstance(event, bytes):
         event = event.decode("utf-8", "replace")
     data = [line[5:][1:] if line[5:].startswith(" ") else line[5:]
-            for line in event.split("\n") if line.startswith("data:")]
-    return json.loads("\n".join(data)) if data else None
+            for line in event.replace("\r\n", "\n").split("\n") if line.startswith("data:")]
+    # An event without data, or with empty data (a priming event), has no message.
+    return json.loads("\n".join(data)) if "".join(data).strip() else None
 
 
 def stream_messages(chunks):
     """The messages of an event stream as its chunks (bytes) arrive."""
     buffer = b""
     for chunk in chunks:
-        buffer += chunk
+        # Lines may end in CRLF; a CR that ends one chunk meets its LF in the next.
+        buffer = (buffer + chunk).replace(b"\r\n", b"\n")
         while b"\n\n" in buffer:
             event, buffer = buffer.split(b"\n\n", 1)
             message = event_message(event)
@@ -95,6 +97,6 @@ def messages(content_type, raw):
 def final_message(content_type, raw):
     """The response (a message with `result` or `error`) of a whole answer."""
     for message in reversed(messages(content_type, raw)):
-        if "result" in message or "error" in message:
+        if isinstance(message, dict) and ("result" in message or "error" in message):
             return message
     raise ValueError("no response in the answer")

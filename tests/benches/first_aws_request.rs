@@ -44,14 +44,14 @@ async fn main() {
         eprintln!("first_aws_request: needs the emulator (AWS_ENDPOINT_URL); run infra/bench.sh");
         return;
     };
-    let sdk = mcp_aws::sdk_config().await;
+    let sdk = mcp_aws::sdk_config().await.unwrap();
     let key = aws_sdk_kms::Client::new(&sdk).create_key().send().await.unwrap().key_metadata.unwrap().key_id;
     let table = e2e::emulator::fresh_table(&sdk).await;
     let authority = endpoint.trim_start_matches("http://").trim_end_matches('/').to_owned();
 
     let mut steps = Steps::default();
     for _ in 0..RUNS {
-        let sdk = timed(&mut steps.config, mcp_aws::sdk_config()).await;
+        let sdk = timed(&mut steps.config, mcp_aws::sdk_config()).await.unwrap();
         let provider = sdk.credentials_provider().expect("a credentials provider");
         timed(&mut steps.credentials, async { provider.provide_credentials().await.unwrap() }).await;
         timed(&mut steps.tcp_connect, tokio::net::TcpStream::connect(&authority)).await.unwrap();

@@ -29,6 +29,11 @@ def test_events_are_read_whole_across_chunks_with_multi_line_data():
     assert list(mcp_client.stream_messages(chunks)) == [{"a": 1}, {"id": 1, "result": {}}]
 
 
+def test_crlf_lines_and_empty_data_are_read_as_the_standard_says():
+    chunks = [b"data:\r\n\r\n: ping\r", b"\n\r\ndata: {\"id\": 2,\r\ndata: \"result\": 1}\r\n\r\n"]
+    assert list(mcp_client.stream_messages(chunks)) == [{"id": 2, "result": 1}]
+
+
 def test_the_final_message_of_a_whole_answer():
     stream = b"data: {\"method\": \"notifications/progress\"}\n\ndata: {\"id\": 7, \"result\": {\"ok\": true}}"
     assert mcp_client.final_message("text/event-stream", stream) == {"id": 7, "result": {"ok": True}}

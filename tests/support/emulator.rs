@@ -61,7 +61,7 @@ fn lookup(name: &str) -> Option<String> {
 /// The per-call limits for the emulator, which on a busy machine answers in
 /// seconds where AWS takes milliseconds.
 pub fn limits() -> mcp_aws::CallLimits {
-    mcp_aws::CallLimits::from_lookup(lookup)
+    mcp_aws::CallLimits::from_lookup(lookup).expect("the emulator's limits are numbers")
 }
 
 /// SDK configuration pointing at the emulator, whether or not this process's

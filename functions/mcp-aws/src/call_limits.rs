@@ -15,6 +15,7 @@
 use std::time::Duration;
 
 use aws_config::{retry::RetryConfig, timeout::TimeoutConfig};
+use mcp_stateless::settings::Variables;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallLimits {
@@ -46,25 +47,27 @@ impl CallLimits {
     /// [`LAMBDA`](Self::LAMBDA), unless `MCP_AWS_ATTEMPT_TIMEOUT_MS` or
     /// `MCP_AWS_OPERATION_TIMEOUT_MS` say otherwise: the local emulator on a
     /// busy machine can take seconds where AWS takes milliseconds
-    /// (`infra/common.sh` sets both for it). Unparsable values are ignored.
-    pub fn from_env() -> Self {
+    /// (`infra/common.sh` sets both for it). Read once at start; a value
+    /// that is not a number of milliseconds stops it.
+    pub fn from_env() -> Result<Self, String> {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
     /// [`from_env`](Self::from_env) over any source of those two variables
     /// (the tests' emulator environment, which they never write into the
     /// process's own).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let millis = |name: &str| lookup(name)?.trim().parse().ok().map(Duration::from_millis);
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let variables = Variables::new(lookup);
+        let millis = |name: &str| Ok::<_, String>(variables.number(name, "a number of milliseconds")?.map(Duration::from_millis));
         let mut limits = Self::LAMBDA;
-        if let Some(attempt) = millis("MCP_AWS_ATTEMPT_TIMEOUT_MS") {
+        if let Some(attempt) = millis("MCP_AWS_ATTEMPT_TIMEOUT_MS")? {
             limits.attempt = attempt;
             limits.connect = limits.connect.min(attempt);
         }
-        if let Some(operation) = millis("MCP_AWS_OPERATION_TIMEOUT_MS") {
+        if let Some(operation) = millis("MCP_AWS_OPERATION_TIMEOUT_MS")? {
             limits.operation = operation;
         }
-        limits
+        Ok(limits)
     }
 
     pub fn timeout_config(&self) -> TimeoutConfig {

@@ -41,9 +41,9 @@ pub use sqs_queue::SqsTaskQueue;
 
 /// The SDK configuration from the environment (`AWS_REGION`,
 /// `AWS_ENDPOINT_URL` for emulators, credentials), with every call bounded
-/// by [`CallLimits::from_env`].
-pub async fn sdk_config() -> aws_config::SdkConfig {
-    sdk_config_with(&CallLimits::from_env()).await
+/// by [`CallLimits::from_env`] (whose error names a malformed limit).
+pub async fn sdk_config() -> Result<aws_config::SdkConfig, String> {
+    Ok(sdk_config_with(&CallLimits::from_env()?).await)
 }
 
 pub async fn sdk_config_with(limits: &CallLimits) -> aws_config::SdkConfig {
@@ -131,7 +131,7 @@ where
     let settings = AwsSettings::from_env();
     settings.check(mode).map_err(StartError::Config)?;
     let uses_aws = settings.state_key_id.is_some() || settings.table_name.is_some() || settings.task_queue_url.is_some();
-    let sdk = if uses_aws { Some(sdk_config().await) } else { None };
+    let sdk = if uses_aws { Some(sdk_config().await.map_err(StartError::Config)?) } else { None };
     if mode == Mode::Local {
         tracing::info!(
             request_state = if settings.state_key_id.is_some() { "KMS" } else { "in-process key" },
@@ -156,7 +156,7 @@ pub async fn run_worker(tools: TaskTools) -> Result<(), StartError> {
     let (Some(table), Some(queue_url)) = (&settings.table_name, &settings.task_queue_url) else {
         return Err(StartError::Config(format!("the worker needs {} and {}", settings::TABLE_NAME, settings::TASK_QUEUE_URL)));
     };
-    let limits = CallLimits::from_env();
+    let limits = CallLimits::from_env().map_err(StartError::Config)?;
     let sdk = sdk_config_with(&limits).await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table));

@@ -23,10 +23,85 @@ fn layer(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))
 }
 
-/// The first names of the paths after each `crate::` in `text`, comments
-/// left out (`$crate::` in macros names the macro's own crate, not a layer).
+/// `text` with its comments left out and its string and character
+/// literals emptied: paths are read from code only.
+fn code_only(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '/' if chars.peek() == Some(&'/') => while chars.next_if(|&n| n != '\n').is_some() {},
+            '/' if chars.peek() == Some(&'*') => {
+                let mut previous = ' ';
+                for n in chars.by_ref() {
+                    if previous == '*' && n == '/' {
+                        break;
+                    }
+                    previous = n;
+                }
+            }
+            // Raw strings (`r#"…"#`): to the closing quote and hashes.
+            'r' if chars.peek() == Some(&'#') => {
+                let hashes = std::iter::from_fn(|| chars.next_if_eq(&'#')).count();
+                if chars.next_if_eq(&'"').is_none() {
+                    out.push('r');
+                    continue;
+                }
+                let closing: String = std::iter::once('"').chain(std::iter::repeat_n('#', hashes)).collect();
+                let mut seen = String::new();
+                for n in chars.by_ref() {
+                    seen.push(n);
+                    if seen.ends_with(&closing) {
+                        break;
+                    }
+                }
+                out.push_str("\"\"");
+            }
+            '"' => {
+                let mut escaped = false;
+                for n in chars.by_ref() {
+                    match (escaped, n) {
+                        (true, _) => escaped = false,
+                        (false, '\\') => escaped = true,
+                        (false, '"') => break,
+                        _ => {}
+                    }
+                }
+                out.push_str("\"\"");
+            }
+            // A character literal ('"', '\\'), not a lifetime ('a).
+            '\'' => {
+                let mut ahead = chars.clone();
+                let literal = match ahead.next() {
+                    Some('\\') => true,
+                    Some(_) => ahead.next() == Some('\''),
+                    None => false,
+                };
+                if literal {
+                    let mut escaped = false;
+                    for n in chars.by_ref() {
+                        match (escaped, n) {
+                            (true, _) => escaped = false,
+                            (false, '\\') => escaped = true,
+                            (false, '\'') => break,
+                            _ => {}
+                        }
+                    }
+                    out.push_str("' '");
+                } else {
+                    out.push(c);
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The first names of the paths after each `crate::` in `text`'s code
+/// (`$crate::` in macros names the macro's own crate, not a layer).
 fn named(text: &str) -> Vec<String> {
-    let code: String = text.lines().map(|line| line.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+    let code = code_only(text);
     let mut names = Vec::new();
     for (at, _) in code.match_indices("crate::") {
         if code[..at].ends_with('$') {
@@ -64,7 +139,9 @@ fn named(text: &str) -> Vec<String> {
 /// The module each name the crate root re-exports (`pub use module::...`) comes from.
 fn reexports(lib: &str) -> BTreeMap<String, String> {
     let mut map = BTreeMap::new();
-    for statement in lib.split(';').filter_map(|s| s.trim().strip_prefix("pub use ")) {
+    let code = code_only(lib);
+    // Attributes and doc comments may stand before a `pub use`.
+    for statement in code.split(';').filter_map(|s| s.find("pub use ").map(|at| &s[at + "pub use ".len()..])) {
         let module = statement.split("::").next().unwrap_or("").trim().to_owned();
         let names = statement.rsplit_once("::{").map_or_else(|| statement.rsplit("::").next().unwrap_or(""), |(_, group)| group);
         for name in names.trim_end_matches('}').split(',').map(|n| n.rsplit(" as ").next().unwrap_or(n).trim()) {
@@ -100,7 +177,13 @@ fn no_module_uses_one_above_it() {
             continue;
         }
         let own = layer(&module).unwrap_or_else(|| panic!("src/{module} is in no layer: add it to LAYERS here and to the list in lib.rs"));
-        for name in named(&fs::read_to_string(file).unwrap()) {
+        let text = fs::read_to_string(file).unwrap();
+        // Two steps up from a folder's file can only be read against the
+        // folder's place: such paths are written from `crate::`.
+        if code_only(&text).contains("super::super") {
+            upward.push(format!("{} uses super::super (write crate:: paths)", relative.display()));
+        }
+        for name in named(&text) {
             let target = reexported.get(&name).cloned().unwrap_or(name);
             match layer(&target) {
                 Some(theirs) if theirs <= own => {}
@@ -118,7 +201,9 @@ fn no_module_uses_one_above_it() {
 fn the_reader_sees_every_kind_of_path() {
     let text = "use crate::{clock::Clock, edge::policy::{Mode, Transport}, Principal};\n// crate::edge in a comment\nlet x = crate::tasks::run();\n$crate::listen_methods!();";
     assert_eq!(named(text), ["clock", "edge", "Principal", "tasks"]);
-    let lib = "pub use protocol::context::{CallContext, Principal};\npub use edge::endpoint::McpEndpoint;";
+    let hidden = "let url = \"https://x\"; let y = crate::sealed::open(); /* crate::edge */ let s = \"crate::edge\";\nlet q = '\"'; let r = r#\"crate::edge \"quoted\"\"#; fn f<'a>(x: &'a str) { crate::handles::get(); }";
+    assert_eq!(named(hidden), ["sealed", "handles"], "paths after a URL count; in comments, strings and raw strings they do not");
+    let lib = "pub use protocol::context::{CallContext, Principal};\n/// Docs.\n#[doc(inline)]\npub use edge::endpoint::McpEndpoint;";
     let map = reexports(lib);
     assert_eq!((map["Principal"].as_str(), map["McpEndpoint"].as_str()), ("protocol", "edge"));
 }

@@ -12,15 +12,20 @@ use tracing_subscriber::{
 
 use crate::deployment::Mode;
 
+/// Whether `requested` is a level or `target=level` directives, each
+/// ending in a level.
+pub fn is_valid(requested: &str) -> bool {
+    requested.split(',').all(|d| d.rsplit('=').next().is_some_and(|l| l.trim().parse::<LevelFilter>().is_ok()))
+}
+
 /// `info`, `debug`, or directives such as `info,hyper=debug`; rmcp stays
 /// at `warn` whatever was asked for, since at debug and trace it logs whole
 /// JSON-RPC messages, arguments and requestState included.
 fn filter(requested: &str) -> Targets {
     // Every directive must end in a level: a bare word would otherwise be
     // read as a target, and silence everything else.
-    let valid = requested.split(',').all(|d| d.rsplit('=').next().is_some_and(|l| l.trim().parse::<LevelFilter>().is_ok()));
     let fallback = || Targets::new().with_default(LevelFilter::INFO).with_target("rmcp", LevelFilter::WARN);
-    if !valid {
+    if !is_valid(requested) {
         return fallback();
     }
     format!("{requested},rmcp=warn").parse().unwrap_or_else(|_| fallback())

@@ -3,7 +3,8 @@
 //! with its default and its check, into one typed value the start hands
 //! down. A bad value stops the start with a message that names the
 //! variable and what it accepts; nothing else in this crate reads the
-//! environment (the AWS adapters' own names are `mcp-aws`'s settings).
+//! environment but [`detect_mode`] (whether the Lambda Runtime API is
+//! there). The AWS adapters' own names are `mcp-aws`'s settings.
 //!
 //! Whether answers stream, and so whether `subscriptions/listen` is
 //! served, is decided here once: the edge's transport and the listen
@@ -19,6 +20,7 @@ use crate::{
         policy::{DEFAULT_MAX_BODY_BYTES, EdgePolicy},
         protected_resource::ResourceMetadata,
     },
+    logging,
     subscriptions::ListenPolicy,
     tasks::{TaskPolicy, TaskSettings},
 };
@@ -50,7 +52,7 @@ pub struct Settings {
     /// `MCP_LOCAL_ALLOW_REMOTE=1`: the local server may listen beyond
     /// loopback, where anyone reaching it can claim any principal.
     pub allow_remote: bool,
-    /// `MCP_LOG_LEVEL` (or `RUST_LOG`): `info` unless set.
+    /// `MCP_LOG_LEVEL`, else `RUST_LOG` where this filter can read it, else `info`.
     pub log_level: String,
     /// `MCP_METRICS_NAMESPACE`: `MCP` unless set (the template sets the stack name).
     pub metrics_namespace: String,
@@ -96,16 +98,16 @@ impl Settings {
             poll_interval: variables
                 .number::<u64>("MCP_FEED_POLL_MS", "milliseconds")?
                 .map_or(defaults.poll_interval, |ms| Duration::from_millis(ms.max(10))),
-            max_per_owner: variables.number("MCP_LISTEN_MAX_PER_OWNER", "a count of streams")?.unwrap_or(defaults.max_per_owner),
+            max_per_owner: variables.count("MCP_LISTEN_MAX_PER_OWNER", "a count of streams")?.unwrap_or(defaults.max_per_owner),
             ..defaults
         };
         let tasks = TaskPolicy::from_settings(&TaskSettings {
             worker_timeout: variables.seconds("MCP_WORKER_TIMEOUT_SECONDS")?,
-            max_attempts: variables.number("MCP_TASK_MAX_ATTEMPTS", "a count of attempts")?,
+            max_attempts: variables.count("MCP_TASK_MAX_ATTEMPTS", "a count of attempts")?,
             lease: variables.seconds("MCP_TASK_LEASE_SECONDS")?,
             start_deadline: variables.seconds("MCP_TASK_START_DEADLINE_SECONDS")?,
             ttl: variables.seconds("MCP_TASK_TTL_SECONDS")?,
-            max_per_owner: variables.number("MCP_TASK_MAX_PER_OWNER", "a count of tasks")?,
+            max_per_owner: variables.count("MCP_TASK_MAX_PER_OWNER", "a count of tasks")?,
         });
         let bearer = match variables.text("MCP_JWT_ISSUER") {
             None => None,
@@ -126,15 +128,32 @@ impl Settings {
             resource: variables.text("MCP_RESOURCE"),
             base_path: variables.text("MCP_BASE_PATH").unwrap_or_default().trim_end_matches('/').to_owned(),
         };
-        let local_addr = match (variables.text("MCP_LOCAL_ADDR"), variables.number::<u16>("PORT", "a port number")?) {
-            (Some(addr), _) => addr,
-            (None, Some(port)) => format!("127.0.0.1:{port}"),
-            (None, None) => DEFAULT_LOCAL_ADDR.to_owned(),
+        // `PORT` is read only where it can matter: a local server whose
+        // address is not given outright (a stray one never stops a Lambda).
+        let local_addr = match variables.text("MCP_LOCAL_ADDR") {
+            Some(addr) => addr,
+            None if mode == Mode::Local => match variables.number::<u16>("PORT", "a port number")? {
+                Some(port) => format!("127.0.0.1:{port}"),
+                None => DEFAULT_LOCAL_ADDR.to_owned(),
+            },
+            None => DEFAULT_LOCAL_ADDR.to_owned(),
         };
         let allow_remote = match variables.text(DEV_PRINCIPAL_BEYOND_LOOPBACK).as_deref() {
             None | Some("0") => false,
             Some("1") => true,
             Some(other) => return Err(format!("{DEV_PRINCIPAL_BEYOND_LOOPBACK} must be 1 or 0, not {other:?}")),
+        };
+        // RUST_LOG is every Rust tool's, often in a whole shell's
+        // environment, in forms this filter does not take: it is a
+        // fallback, and one this cannot read is no reason to stop.
+        let log_level = match variables.text("MCP_LOG_LEVEL") {
+            Some(level) if logging::is_valid(&level) => level,
+            Some(other) => {
+                return Err(format!(
+                    "MCP_LOG_LEVEL must be a level (error, warn, info, debug, trace) or target=level directives, not {other:?}"
+                ));
+            }
+            None => variables.text("RUST_LOG").filter(|level| logging::is_valid(level)).unwrap_or_else(|| "info".to_owned()),
         };
         Ok(Self {
             mode,
@@ -146,7 +165,7 @@ impl Settings {
             resource_metadata,
             local_addr,
             allow_remote,
-            log_level: variables.text("MCP_LOG_LEVEL").or_else(|| variables.text("RUST_LOG")).unwrap_or_else(|| "info".to_owned()),
+            log_level,
             metrics_namespace: variables.text("MCP_METRICS_NAMESPACE").unwrap_or_else(|| "MCP".to_owned()),
         })
     }
@@ -176,6 +195,11 @@ impl<F: Fn(&str) -> Option<String>> Variables<F> {
         self.text(name)
             .map(|value| value.parse().map_err(|_| format!("{name} must be {accepts} (a whole number), not {value:?}")))
             .transpose()
+    }
+
+    /// A count, as large as it likes: one past what a `u32` holds is no limit.
+    pub fn count(&self, name: &str, accepts: &str) -> Result<Option<u32>, String> {
+        Ok(self.number::<u64>(name, accepts)?.map(|n| n.min(u64::from(u32::MAX)) as u32))
     }
 
     pub fn seconds(&self, name: &str) -> Result<Option<Duration>, String> {
@@ -225,12 +249,20 @@ mod tests {
             ("MCP_TASK_MAX_PER_OWNER", "many", "a count of tasks"),
             ("PORT", "70000", "a port number"),
             ("MCP_LOCAL_ALLOW_REMOTE", "yes", "1 or 0"),
+            ("MCP_LOG_LEVEL", "loud", "a level"),
         ] {
             let error = read(Mode::Local, &[(name, value)]).unwrap_err();
             assert!(error.starts_with(name) && error.contains(accepts) && error.contains(value), "{name}={value}: {error}");
         }
         let bearer = read(Mode::Lambda, &[("MCP_JWT_ISSUER", "https://issuer.example.com")]).unwrap_err();
         assert!(bearer.contains("MCP_JWT_AUDIENCE"), "{bearer}");
+        assert!(read(Mode::Lambda, &[("PORT", "not-a-port")]).is_ok(), "PORT means nothing to a Lambda");
+        assert_eq!(
+            read(Mode::Local, &[("RUST_LOG", "my_crate")]).unwrap().log_level,
+            "info",
+            "another tool's RUST_LOG is no reason to stop"
+        );
+        assert!(read(Mode::Local, &[("PORT", "x"), ("MCP_LOCAL_ADDR", "127.0.0.1:9")]).is_ok(), "nor beside MCP_LOCAL_ADDR");
     }
 
     #[test]
@@ -243,9 +275,10 @@ mod tests {
                 ("MCP_LISTEN_SECONDS", "60"),
                 ("MCP_FEED_POLL_MS", "1"),
                 ("MCP_TASK_MAX_PER_OWNER", "7"),
+                ("MCP_LISTEN_MAX_PER_OWNER", "99999999999"),
+                ("MCP_LOG_LEVEL", "debug,hyper=info"),
                 ("MCP_JWT_ISSUER", ""),
                 ("MCP_BASE_PATH", "/api/"),
-                ("PORT", "8080"),
             ],
         )
         .unwrap();
@@ -254,9 +287,11 @@ mod tests {
         assert_eq!(settings.listen.lifetime, Duration::from_secs(60));
         assert_eq!(settings.listen.poll_interval, Duration::from_millis(10), "polls are at least 10 ms apart");
         assert_eq!(settings.tasks.max_per_owner, 7);
+        assert_eq!(settings.listen.max_per_owner, u32::MAX, "a count past u32 is no limit, as before");
+        assert_eq!(settings.log_level, "debug,hyper=info");
         assert!(settings.bearer.is_none(), "an empty issuer is no issuer");
         assert_eq!(settings.resource_metadata.base_path, "/api");
-        assert_eq!(settings.local_addr, "127.0.0.1:8080");
+        assert_eq!(read(Mode::Local, &[("PORT", "8080")]).unwrap().local_addr, "127.0.0.1:8080");
         let defaults = Settings::defaults(Mode::Local);
         assert_eq!(
             (defaults.local_addr.as_str(), defaults.log_level.as_str(), defaults.metrics_namespace.as_str()),

@@ -8,7 +8,8 @@
 //! [`CallContext`] built once), rmcp's stateless Streamable HTTP service,
 //! then the response rewrite (`rewrite.rs`) on every message, read and
 //! written by one SSE codec (`sse.rs`). Whole and streamed answers differ
-//! only in how bytes leave (`stream.rs`), and in one rule: a -32021 refusal
+//! in how bytes leave (`stream.rs`: a whole one keeps only its messages),
+//! and in one rule: a -32021 refusal
 //! that is the whole answer carries HTTP 400, while one that ends a stream
 //! (after progress already sent with HTTP 200) is its last message.
 

@@ -1,6 +1,6 @@
-//! What the edge lets in: path, hosts, origins, body size. Read from the
-//! environment once at cold start; the same variable names in Lambda, in the
-//! local server and in `template.yaml`.
+//! What the edge lets in: path, hosts, origins, body size. Read once at
+//! start (`settings.rs`); the same variable names in Lambda, in the local
+//! server and in `template.yaml`.
 
 pub use crate::deployment::{Mode, Transport};
 

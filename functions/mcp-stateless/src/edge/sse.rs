@@ -5,21 +5,31 @@
 //! keep-alives, `id:`, `event:`, `retry:`) belong to the event as they are.
 //!
 //! The one reader and writer of SSE in the edge: whole answers (collected
-//! first) and streamed ones (event by event) are read and written alike.
+//! first) and streamed ones (event by event) are read by the same rules.
+//! A streamed event keeps its other lines; a whole answer keeps only its
+//! messages (a keep-alive comment means nothing in a collected body). Lines
+//! may end in LF or CRLF.
 
 use serde_json::Value;
 
 /// The next complete event (without its blank line) from `buffer`, taken
 /// out of it; `None` until one has fully arrived.
 pub fn take_event(buffer: &mut Vec<u8>) -> Option<String> {
-    let end = buffer.windows(2).position(|pair| pair == b"\n\n")?;
-    let event: Vec<u8> = buffer.drain(..end + 2).take(end).collect();
+    let (end, blank) = buffer.windows(2).enumerate().find_map(|(at, pair)| match pair {
+        b"\n\n" => Some((at, 2)),
+        b"\r\n" if buffer[at + 2..].starts_with(b"\r\n") => Some((at, 4)),
+        _ => None,
+    })?;
+    let event: Vec<u8> = buffer.drain(..end + blank).take(end).collect();
     Some(String::from_utf8_lossy(&event).into_owned())
 }
 
-/// The events of a whole body, each without its blank line.
-pub fn events(body: &str) -> impl Iterator<Item = &str> {
-    body.split("\n\n").filter(|event| !event.trim().is_empty())
+/// The events of a whole body, each without its blank line (a last one
+/// without it included).
+pub fn events(body: &str) -> impl Iterator<Item = String> {
+    let mut buffer = body.as_bytes().to_vec();
+    buffer.extend_from_slice(b"\n\n");
+    std::iter::from_fn(move || take_event(&mut buffer)).filter(|event| !event.trim().is_empty())
 }
 
 /// The event's data: its `data:` lines' values (one leading space
@@ -72,6 +82,17 @@ mod tests {
         assert_eq!(with_message(event, &json!({"id": 2})), "id: 7\ndata: {\"id\":2}\n\n");
         assert_eq!(data(": only a comment"), None);
         let body = "data: 1\n\n: ping\n\ndata: 2\n\n";
-        assert_eq!(events(body).filter_map(message).collect::<Vec<_>>(), [json!(1), json!(2)]);
+        assert_eq!(events(body).filter_map(|event| message(&event)).collect::<Vec<_>>(), [json!(1), json!(2)]);
+    }
+
+    #[test]
+    fn lines_may_end_in_crlf() {
+        let mut buffer = b": ping\r\n\r\nid: 1\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\n".to_vec();
+        assert_eq!(take_event(&mut buffer).as_deref(), Some(": ping"));
+        let event = take_event(&mut buffer).unwrap();
+        assert_eq!(message(&event), Some(json!({"a": 1})));
+        assert_eq!(with_message(&event, &json!(2)), "id: 1\ndata: 2\n\n");
+        let body = "data: 1\r\n\r\ndata: 2";
+        assert_eq!(events(body).filter_map(|event| message(&event)).collect::<Vec<_>>(), [json!(1), json!(2)]);
     }
 }
