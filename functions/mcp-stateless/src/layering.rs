@@ -58,15 +58,7 @@ fn code_only(text: &str) -> String {
                 out.push_str("\"\"");
             }
             '"' => {
-                let mut escaped = false;
-                for n in chars.by_ref() {
-                    match (escaped, n) {
-                        (true, _) => escaped = false,
-                        (false, '\\') => escaped = true,
-                        (false, '"') => break,
-                        _ => {}
-                    }
-                }
+                skip_quoted(&mut chars, '"');
                 out.push_str("\"\"");
             }
             // A character literal ('"', '\\'), not a lifetime ('a).
@@ -78,15 +70,7 @@ fn code_only(text: &str) -> String {
                     None => false,
                 };
                 if literal {
-                    let mut escaped = false;
-                    for n in chars.by_ref() {
-                        match (escaped, n) {
-                            (true, _) => escaped = false,
-                            (false, '\\') => escaped = true,
-                            (false, '\'') => break,
-                            _ => {}
-                        }
-                    }
+                    skip_quoted(&mut chars, '\'');
                     out.push_str("' '");
                 } else {
                     out.push(c);
@@ -96,6 +80,19 @@ fn code_only(text: &str) -> String {
         }
     }
     out
+}
+
+/// Past the `quote` that closes a literal, escapes (`\\"`) included.
+fn skip_quoted(chars: &mut impl Iterator<Item = char>, quote: char) {
+    let mut escaped = false;
+    for c in chars {
+        match (escaped, c) {
+            (true, _) => escaped = false,
+            (false, '\\') => escaped = true,
+            (false, c) if c == quote => return,
+            _ => {}
+        }
+    }
 }
 
 /// The first names of the paths after each `crate::` in `text`'s code
