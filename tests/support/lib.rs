@@ -90,7 +90,7 @@ impl Reply {
 
     /// The JSON-RPC messages of an event stream's events, in order.
     pub fn messages(&self) -> Vec<Value> {
-        sse::events(std::str::from_utf8(&self.body).unwrap()).filter_map(|event| sse::message(&event)).collect()
+        sse::events(std::str::from_utf8(&self.body).unwrap()).filter_map(sse::message).collect()
     }
 }
 

@@ -2,7 +2,7 @@
 //! server and in `template.yaml`. No key material here: only the KMS key's
 //! id or alias, which is not a secret.
 
-use mcp_stateless::Mode;
+use mcp_stateless::{Mode, settings::Variables};
 
 pub const STATE_KEY_ID: &str = "MCP_STATE_KEY_ID";
 pub const TABLE_NAME: &str = "MCP_TABLE_NAME";
@@ -29,7 +29,8 @@ pub struct AwsSettings {
 
 impl AwsSettings {
     pub fn from_env() -> Self {
-        let var = |name| std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let variables = Variables::new(|name| std::env::var(name).ok());
+        let var = |name| variables.text(name);
         Self {
             state_key_id: var(STATE_KEY_ID),
             table_name: var(TABLE_NAME),

@@ -29,10 +29,10 @@ use crate::{
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub mode: Mode,
-    /// `MCP_TRANSPORT` (`buffered` or `streaming`); unset: buffered in
-    /// Lambda (the template's default API), streaming locally.
-    pub transport: Transport,
-    /// `MCP_ALLOWED_HOSTS`, `MCP_ALLOWED_ORIGINS`, `MCP_MAX_BODY_BYTES`.
+    /// `MCP_TRANSPORT` (`buffered` or `streaming`; unset: buffered in
+    /// Lambda, the template's default API, streaming locally) as
+    /// `edge.transport`, and `MCP_ALLOWED_HOSTS`, `MCP_ALLOWED_ORIGINS`,
+    /// `MCP_MAX_BODY_BYTES`.
     pub edge: EdgePolicy,
     /// `MCP_LISTEN_SECONDS`, `MCP_FEED_POLL_MS`, `MCP_LISTEN_MAX_PER_OWNER`;
     /// enabled where answers stream.
@@ -157,7 +157,6 @@ impl Settings {
         };
         Ok(Self {
             mode,
-            transport,
             edge,
             listen,
             tasks,
@@ -227,8 +226,7 @@ mod tests {
             (Mode::Local, &[("MCP_TRANSPORT", " buffered ")][..], false),
         ] {
             let settings = read(mode, pairs).unwrap();
-            assert_eq!(settings.transport == Transport::Streaming, streams, "{mode:?} {pairs:?}");
-            assert_eq!(settings.edge.transport, settings.transport);
+            assert_eq!(settings.edge.transport == Transport::Streaming, streams, "{mode:?} {pairs:?}");
             assert_eq!(settings.listen.enabled, streams, "listen is served exactly where answers stream");
         }
     }

@@ -137,7 +137,7 @@ impl Messages {
         // Events without data (keep-alive comments) carry no message; one
         // whose data is not JSON leaves the body as it came.
         let messages = sse::events(std::str::from_utf8(body).ok()?)
-            .filter_map(|event| sse::data(&event))
+            .filter_map(sse::data)
             .map(|data| serde_json::from_str(&data))
             .collect::<Result<_, _>>()
             .ok()?;

@@ -15,21 +15,37 @@ use serde_json::Value;
 /// The next complete event (without its blank line) from `buffer`, taken
 /// out of it; `None` until one has fully arrived.
 pub fn take_event(buffer: &mut Vec<u8>) -> Option<String> {
-    let (end, blank) = buffer.windows(2).enumerate().find_map(|(at, pair)| match pair {
-        b"\n\n" => Some((at, 2)),
-        b"\r\n" if buffer[at + 2..].starts_with(b"\r\n") => Some((at, 4)),
-        _ => None,
-    })?;
+    let (end, blank) = event_end(buffer)?;
     let event: Vec<u8> = buffer.drain(..end + blank).take(end).collect();
     Some(String::from_utf8_lossy(&event).into_owned())
 }
 
+/// Where the first event of `bytes` ends, and the length of the blank
+/// line that ends it (LF LF, or CRLF CRLF).
+fn event_end(bytes: &[u8]) -> Option<(usize, usize)> {
+    bytes.windows(2).enumerate().find_map(|(at, pair)| match pair {
+        b"\n\n" => Some((at, 2)),
+        b"\r\n" if bytes[at + 2..].starts_with(b"\r\n") => Some((at, 4)),
+        _ => None,
+    })
+}
+
 /// The events of a whole body, each without its blank line (a last one
 /// without it included).
-pub fn events(body: &str) -> impl Iterator<Item = String> {
-    let mut buffer = body.as_bytes().to_vec();
-    buffer.extend_from_slice(b"\n\n");
-    std::iter::from_fn(move || take_event(&mut buffer)).filter(|event| !event.trim().is_empty())
+pub fn events(body: &str) -> impl Iterator<Item = &str> {
+    let mut rest = body;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (event, after) = match event_end(rest.as_bytes()) {
+            Some((end, blank)) => (&rest[..end], &rest[end + blank..]),
+            None => (rest, ""),
+        };
+        rest = after;
+        Some(event)
+    })
+    .filter(|event| !event.trim().is_empty())
 }
 
 /// The event's data: its `data:` lines' values (one leading space
@@ -82,7 +98,7 @@ mod tests {
         assert_eq!(with_message(event, &json!({"id": 2})), "id: 7\ndata: {\"id\":2}\n\n");
         assert_eq!(data(": only a comment"), None);
         let body = "data: 1\n\n: ping\n\ndata: 2\n\n";
-        assert_eq!(events(body).filter_map(|event| message(&event)).collect::<Vec<_>>(), [json!(1), json!(2)]);
+        assert_eq!(events(body).filter_map(message).collect::<Vec<_>>(), [json!(1), json!(2)]);
     }
 
     #[test]
@@ -93,6 +109,6 @@ mod tests {
         assert_eq!(message(&event), Some(json!({"a": 1})));
         assert_eq!(with_message(&event, &json!(2)), "id: 1\ndata: 2\n\n");
         let body = "data: 1\r\n\r\ndata: 2";
-        assert_eq!(events(body).filter_map(|event| message(&event)).collect::<Vec<_>>(), [json!(1), json!(2)]);
+        assert_eq!(events(body).filter_map(message).collect::<Vec<_>>(), [json!(1), json!(2)]);
     }
 }

@@ -130,13 +130,13 @@ impl IssuerKeys {
     /// The key that verifies a token signed with `alg` under `kid`.
     pub async fn key(self: &Arc<Self>, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, KeyError> {
         let current = self.usable_set();
-        match current.as_ref().map(|set| set.lookup(kid, alg)) {
-            Some(Lookup::Usable(key)) => {
-                self.refresh_if_due(current.as_ref().map(|set| set.fetched_at));
+        match current.as_ref().map(|set| (set.lookup(kid, alg), set.fetched_at)) {
+            Some((Lookup::Usable(key), fetched_at)) => {
+                self.refresh_if_due(fetched_at);
                 return Ok(key);
             }
-            Some(Lookup::Unusable) => return Err(KeyError::Unknown),
-            Some(Lookup::Absent) | None => {}
+            Some((Lookup::Unusable, _)) => return Err(KeyError::Unknown),
+            Some((Lookup::Absent, _)) | None => {}
         }
         match self.refetch(current).await.map(|set| set.lookup(kid, alg)) {
             Some(Lookup::Usable(key)) => Ok(key),
@@ -168,9 +168,8 @@ impl IssuerKeys {
     /// Refreshes the set in the background once it is old enough, unless a
     /// fetch is in flight or tried within the floor. The request that
     /// noticed goes on with the set it has.
-    fn refresh_if_due(self: &Arc<Self>, fetched_at: Option<u64>) {
-        let due = fetched_at.is_none_or(|at| self.clock.now().saturating_sub(at) >= self.timings.refresh_after.as_secs());
-        if !due {
+    fn refresh_if_due(self: &Arc<Self>, fetched_at: u64) {
+        if self.clock.now().saturating_sub(fetched_at) < self.timings.refresh_after.as_secs() {
             return;
         }
         let Ok(flight) = self.flight.clone().try_lock_owned() else { return };
