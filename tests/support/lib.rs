@@ -157,5 +157,5 @@ pub fn text_of(message: &Value) -> String {
 /// directly rather than over HTTP.
 pub fn caller(subject: &str) -> mcp_stateless::CallContext {
     let principal = mcp_stateless::Principal::Verified { issuer: "https://issuer".into(), subject: subject.into() };
-    mcp_stateless::CallContext::from_meta(Some(&meta(json!({}))), None, principal).expect("complete _meta")
+    mcp_stateless::testing::call_context(principal, json!({}))
 }

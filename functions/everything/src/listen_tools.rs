@@ -55,7 +55,7 @@ impl EverythingServer {
 
 impl EverythingServer {
     async fn trigger(&self, kind: ListKind) -> Result<CallToolResult, ErrorData> {
-        self.subscriptions.list_changed(kind).await?;
+        self.registry.subscriptions().list_changed(kind).await?;
         Ok(CallToolResult::success(vec![ContentBlock::text(format!("{} list change sent.", kind.name()))]))
     }
 }

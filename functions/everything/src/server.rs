@@ -2,33 +2,16 @@
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
-    handler::server::{
-        prompt::PromptContext,
-        router::{prompt::PromptRouter, tool::ToolRouter},
-    },
-    model::{
-        CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptRequestParams, GetPromptResponse, ListPromptsResult,
-        ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-        ReadResourceResponse, Reference, ServerCapabilities, ServerConfig,
-    },
+    model::{CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptRequestParams, GetPromptResponse, Reference},
     service::RequestContext,
-    tool_handler,
 };
-use std::borrow::Cow;
 
-use mcp_stateless::{
-    CallContext, Dependencies, RequestStates,
-    subscriptions::{ListDigests, Subscriptions},
-    tasks::Tasks,
-};
+use mcp_stateless::{CallContext, Dependencies, Registry, RequestStates};
 
 #[derive(Clone)]
 pub struct EverythingServer {
     pub(crate) request_states: RequestStates,
-    pub(crate) tasks: Tasks,
-    pub(crate) subscriptions: Subscriptions,
-    tool_router: ToolRouter<Self>,
-    prompt_router: PromptRouter<Self>,
+    pub(crate) registry: Registry<Self>,
 }
 
 impl EverythingServer {
@@ -39,53 +22,23 @@ impl EverythingServer {
     /// With `tools` as its task tools instead of the fixtures' own (tests
     /// add tools that misbehave on purpose).
     pub fn with_task_tools(deps: Dependencies, tools: mcp_stateless::tasks::TaskTools) -> Self {
-        let tasks = deps.tasks.with_tools(tools);
-        let tool_router = mcp_stateless::protocol::arguments::checked(
-            Self::content_tools()
-                + Self::listen_tools()
-                + Self::mrtr_tools()
-                + Self::schema_tools()
-                + Self::task_fixture_tools()
-                + tasks.router(),
-        );
-        let prompt_router = Self::prompts();
-        deps.subscriptions.serve_lists(ListDigests::of(
-            &serde_json::json!(tool_router.list_all()),
-            &serde_json::json!(prompt_router.list_all()),
-            &serde_json::json!([crate::resources::list(), crate::resources::templates()]),
-        ));
-        Self { request_states: deps.request_states, tool_router, tasks, subscriptions: deps.subscriptions, prompt_router }
+        let registry = Registry::builder(&deps)
+            .tools(Self::content_tools())
+            .tools(Self::listen_tools())
+            .tools(Self::mrtr_tools())
+            .tools(Self::schema_tools())
+            .tools(Self::task_fixture_tools())
+            .task_tools(tools)
+            .prompts(Self::prompts())
+            .resources(crate::resources::list(), crate::resources::templates(), crate::resources::read)
+            .completions()
+            .build();
+        Self { request_states: deps.request_states, registry }
     }
 }
 
-#[tool_handler(router = self.tool_router)]
 impl ServerHandler for EverythingServer {
-    fn get_info(&self) -> ServerConfig {
-        // listChanged only where responses stream: a buffered Lambda
-        // cannot hold a subscriptions/listen stream open.
-        let capabilities =
-            ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources().enable_completions().enable_tasks().build();
-        mcp_stateless::protocol::server_info(
-            env!("CARGO_PKG_NAME"),
-            env!("CARGO_PKG_VERSION"),
-            self.subscriptions.advertise(capabilities, false),
-        )
-    }
-
-    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        mcp_stateless::protocol::supported_protocol_versions()
-    }
-
-    mcp_stateless::task_methods!(tasks);
-    mcp_stateless::listen_methods!(subscriptions, tasks);
-
-    async fn list_prompts(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(ListPromptsResult::with_all_items(self.prompt_router.list_all()))
-    }
+    mcp_stateless::server_methods!(registry, own get_prompt);
 
     async fn get_prompt(
         &self,
@@ -97,32 +50,7 @@ impl ServerHandler for EverythingServer {
             let ctx = CallContext::of(&context)?;
             return self.input_required_prompt(&ctx, &request).await;
         }
-        let prompt = PromptContext::new(self, request.name, request.arguments, context);
-        self.prompt_router.get_prompt(prompt).await
-    }
-
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(crate::resources::list()))
-    }
-
-    async fn list_resource_templates(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(crate::resources::templates()))
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        crate::resources::read(&request.uri).map(Into::into)
+        self.registry.get_prompt(self, request, context).await
     }
 
     async fn complete(&self, request: CompleteRequestParams, _context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData> {

@@ -136,7 +136,7 @@ impl EverythingServer {
         match name {
             // tasks.md: MRTR exchanges resolve before the task is created.
             None => Ok(InputRequiredResult::from_input_requests([("user_name".to_owned(), elicit_name())].into()).into()),
-            Some(name) => Ok(self.tasks.start(&ctx, "test_tool_with_task", json!({"name": name})).await?.into()),
+            Some(name) => Ok(self.registry.tasks().start(&ctx, "test_tool_with_task", json!({"name": name})).await?.into()),
         }
     }
 }

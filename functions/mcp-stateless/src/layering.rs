@@ -15,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["handles"],
     &["tasks"],
     &["subscriptions"],
+    &["server", "testing"],
     &["edge"],
     &["settings"],
 ];
@@ -196,7 +197,7 @@ fn no_module_uses_one_above_it() {
 
 #[test]
 fn the_reader_sees_every_kind_of_path() {
-    let text = "use crate::{clock::Clock, edge::policy::{Mode, Transport}, Principal};\n// crate::edge in a comment\nlet x = crate::tasks::run();\n$crate::listen_methods!();";
+    let text = "use crate::{clock::Clock, edge::policy::{Mode, Transport}, Principal};\n// crate::edge in a comment\nlet x = crate::tasks::run();\n$crate::server_methods!();";
     assert_eq!(named(text), ["clock", "edge", "Principal", "tasks"]);
     let hidden = "let url = \"https://x\"; let y = crate::sealed::open(); /* crate::edge */ let s = \"crate::edge\";\nlet q = '\"'; let r = r#\"crate::edge \"quoted\"\"#; fn f<'a>(x: &'a str) { crate::handles::get(); }";
     assert_eq!(named(hidden), ["sealed", "handles"], "paths after a URL count; in comments, strings and raw strings they do not");

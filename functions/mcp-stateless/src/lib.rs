@@ -10,6 +10,10 @@
 //! - [`edge`]: one HTTP request in, one response out, whole or streamed
 //!   (headers, origin, `_meta`, errors, logs, protected resource
 //!   metadata), and the Lambda and local entry points;
+//! - [`server`]: what a function's server registered (tools, task tools,
+//!   prompts, resources), and everything it publishes derived from that
+//!   (`Registry`, `server_methods!`), and [`testing`], helpers for
+//!   tools' unit tests;
 //! - [`subscriptions`]: `subscriptions/listen` streams that report what
 //!   any instance changed (`Subscriptions`, the change feed);
 //! - [`tasks`]: tool calls that outlive one invocation (`Tasks`, the
@@ -39,69 +43,24 @@ pub mod protocol;
 pub mod quota;
 pub mod random;
 pub mod sealed;
+pub mod server;
 pub mod settings;
 pub mod storage;
 pub mod subscriptions;
 pub mod tasks;
+pub mod testing;
 
 use std::sync::Arc;
 
-use clock::{Clock, SystemClock};
 pub use deployment::{Mode, detect_mode};
 pub use edge::endpoint::McpEndpoint;
 pub use edge::policy::EdgePolicy;
 pub use handles::access::{HandleFailure, Handles};
-use handles::memory::InMemoryHandleStore;
 pub use handles::{Change, HandleKind};
 pub use protocol::context::{CallContext, EntryFacts, Principal};
 pub use sealed::mrtr::{RequestStates, StateScope};
-use sealed::redemption::InMemoryLedger;
-use sealed::request_state::{EnvelopeSealer, InProcessKey};
+pub use server::{Registry, RegistryBuilder, dependencies::Dependencies};
 pub use settings::Settings;
-
-/// What a function's tools are built from, once per cold start.
-#[derive(Clone)]
-pub struct Dependencies {
-    pub request_states: RequestStates,
-    pub handles: Handles,
-    /// Task storage and dispatch; `tasks.with_tools(...)` gives the
-    /// request side for a function's task tools.
-    pub tasks: tasks::TaskBackend,
-    /// `subscriptions/listen` streams and the change feed they read.
-    pub subscriptions: subscriptions::Subscriptions,
-}
-
-impl Dependencies {
-    /// Zero-setup defaults: `requestState` sealed under a random in-process
-    /// key (see [`InProcessKey`] for what that does not give you), handles,
-    /// single-use records and tasks in memory, task work in this process.
-    pub fn in_process() -> Self {
-        Self::in_process_with_clock(Arc::new(SystemClock))
-    }
-
-    /// The same, on `clock`. States are sealed for the audience `local`:
-    /// the key is this process's alone, so no other deployment could open
-    /// them anyway.
-    pub fn in_process_with_clock(clock: Arc<dyn Clock>) -> Self {
-        let audience = "local";
-        let sealer = EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone());
-        Self {
-            request_states: RequestStates::new(Arc::new(sealer), Arc::new(InMemoryLedger::default()), clock.clone(), audience),
-            handles: Handles::new(Arc::new(InMemoryHandleStore::default()), clock.clone()),
-            tasks: tasks::TaskBackend::in_process(clock.clone()),
-            subscriptions: subscriptions::Subscriptions::in_process(clock),
-        }
-    }
-
-    /// Under the task and listen policies `settings` read.
-    pub fn configured(self, settings: &Settings) -> Self {
-        Self {
-            tasks: self.tasks.with_policy(settings.tasks.clone()),
-            subscriptions: self.subscriptions.with_policy(settings.listen.clone()),
-            ..self
-        }
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -155,7 +114,7 @@ where
     F: FnOnce(Dependencies) -> S,
 {
     edge::request_log::use_metrics_namespace(&settings.metrics_namespace);
-    let deps = deps.configured(&settings);
+    let deps = settings.configure(deps);
     let subscriptions = deps.subscriptions.clone();
     let mut endpoint = McpEndpoint::new(build_handler(deps), settings.edge).with_resource_metadata(settings.resource_metadata);
     if let Some(bearer) = settings.bearer {

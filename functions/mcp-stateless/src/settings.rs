@@ -21,6 +21,7 @@ use crate::{
         protected_resource::ResourceMetadata,
     },
     logging,
+    server::Dependencies,
     subscriptions::ListenPolicy,
     tasks::{TaskPolicy, TaskSettings},
 };
@@ -59,6 +60,15 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// `deps` under the task and listen policies these settings read.
+    pub fn configure(&self, deps: Dependencies) -> Dependencies {
+        Dependencies {
+            tasks: deps.tasks.with_policy(self.tasks.clone()),
+            subscriptions: deps.subscriptions.with_policy(self.listen.clone()),
+            ..deps
+        }
+    }
+
     /// This process's settings: its mode, and its environment.
     pub fn from_env() -> Result<Self, String> {
         Self::read(detect_mode(), &Variables::new(|name| std::env::var(name).ok()))

@@ -61,6 +61,11 @@ impl HandleResources {
             .collect()
     }
 
+    /// Whether `uri` names a handle kind of these (read through them).
+    pub fn claims(&self, uri: &str) -> bool {
+        self.resolve(uri).is_some()
+    }
+
     fn resolve<'a>(&self, uri: &'a str) -> Option<(HandleResource, &'a str)> {
         let (scheme, handle) = uri.split_once("://")?;
         self.0.iter().find(|r| r.scheme == scheme).map(|r| (*r, handle))

@@ -110,6 +110,11 @@ impl Subscriptions {
         let _ = self.digests.set(digests);
     }
 
+    /// The lists this build serves, once the handler told them.
+    pub fn served_lists(&self) -> Option<&ListDigests> {
+        self.digests.get()
+    }
+
     /// Records this build's lists as the live ones (at cold start, and at
     /// a stream's start until that succeeded): streams held by older
     /// instances then notify their clients and close. Only where streams
@@ -167,44 +172,4 @@ impl Subscriptions {
             accepted
         })
     }
-}
-
-/// Implements `accepted_subscription_filter` and `listen` on a handler
-/// through its [`Subscriptions`] field: `listen_methods!(subscriptions)`;
-/// with its [`crate::tasks::Tasks`] field for `taskIds`:
-/// `listen_methods!(subscriptions, tasks)`; and with its
-/// [`crate::handles::resource::HandleResources`] and
-/// [`crate::Handles`] fields for `resourceSubscriptions`:
-/// `listen_methods!(subscriptions, tasks, resources, handles)`.
-#[macro_export]
-macro_rules! listen_methods {
-    ($field:ident) => {
-        $crate::listen_methods!(@impl $field; ;);
-    };
-    ($field:ident, $tasks:ident) => {
-        $crate::listen_methods!(@impl $field; $tasks;);
-    };
-    ($field:ident, $tasks:ident, $resources:ident, $handles:ident) => {
-        $crate::listen_methods!(@impl $field; $tasks; $resources, $handles);
-    };
-    (@impl $field:ident; $($tasks:ident)?; $($resources:ident, $handles:ident)?) => {
-        fn accepted_subscription_filter(
-            &self,
-            requested: &::rmcp::model::SubscriptionFilter,
-        ) -> Option<::rmcp::model::SubscriptionFilter> {
-            self.$field.accepted(requested)
-        }
-
-        async fn listen(&self, context: ::rmcp::service::SubscriptionContext) -> Result<(), ::rmcp::ErrorData> {
-            #[allow(unused_mut)]
-            let mut watched = $crate::subscriptions::Watched::default();
-            $(watched.tasks = Some(&self.$tasks);)?
-            $(watched.resources = Some((&self.$resources, &self.$handles));)?
-            // Boxed: rmcp's future for every request is as large as its
-            // largest method's, and a stream's (polls of the feed, tasks
-            // and resources) is large; moved on each spawn, it cost every
-            // request a copy of it (docs/benchmarks.md).
-            Box::pin(self.$field.listen(context, watched)).await
-        }
-    };
 }

@@ -31,37 +31,3 @@ pub use policy::{TaskPolicy, TaskSettings};
 pub use service::Tasks;
 pub use tool::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools};
 pub use worker::{Disposition, TaskWorker};
-
-/// The `ServerHandler` methods of the tasks extension (`tasks/get`,
-/// `tasks/update`, `tasks/cancel`), answered by the server's [`Tasks`]
-/// field: write `mcp_stateless::task_methods!(tasks);` inside
-/// `impl ServerHandler for YourServer`. rmcp gates them on the client's
-/// declared capability and checks `Mcp-Name` before they run.
-#[macro_export]
-macro_rules! task_methods {
-    ($field:ident) => {
-        async fn get_task(
-            &self,
-            request: ::rmcp::model::GetTaskParams,
-            context: ::rmcp::service::RequestContext<::rmcp::RoleServer>,
-        ) -> Result<::rmcp::model::GetTaskResult, ::rmcp::ErrorData> {
-            self.$field.get(&$crate::CallContext::of(&context)?, &request.task_id).await
-        }
-
-        async fn update_task(
-            &self,
-            request: ::rmcp::model::UpdateTaskParams,
-            context: ::rmcp::service::RequestContext<::rmcp::RoleServer>,
-        ) -> Result<(), ::rmcp::ErrorData> {
-            self.$field.update(&$crate::CallContext::of(&context)?, &request).await
-        }
-
-        async fn cancel_task(
-            &self,
-            request: ::rmcp::model::CancelTaskParams,
-            context: ::rmcp::service::RequestContext<::rmcp::RoleServer>,
-        ) -> Result<(), ::rmcp::ErrorData> {
-            self.$field.cancel(&$crate::CallContext::of(&context)?, &request.task_id).await
-        }
-    };
-}

@@ -14,7 +14,7 @@ use futures::future::BoxFuture;
 use rmcp::{
     ErrorData,
     handler::server::common::schema_for_input,
-    model::{CallToolResult, InputRequest, Tool},
+    model::{CallToolResult, InputRequest, Tool, ToolAnnotations},
 };
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -176,6 +176,19 @@ impl TaskTool {
             })
         });
         Self { tool: Tool::new(name, description, schema), support, listed: true, check: check_as::<A>, run }
+    }
+
+    /// The tool's display `title`, as `#[tool(title = ...)]` gives one.
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.tool = self.tool.with_title(title);
+        self
+    }
+
+    /// Hints for clients (read-only, destructive, idempotent, open world),
+    /// as `#[tool(annotations(...))]` gives them.
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.tool = self.tool.with_annotations(annotations);
+        self
     }
 
     /// Not in `tools/list`: only started by another tool.

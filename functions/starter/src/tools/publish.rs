@@ -11,7 +11,7 @@ use mcp_stateless::{
     sealed::mrtr::{ElicitationReply, form_request},
     tasks::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools},
 };
-use rmcp::ErrorData;
+use rmcp::{ErrorData, model::ToolAnnotations};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -51,26 +51,28 @@ async fn publish_article(args: PublishArticle, run: TaskRun) -> Result<TaskStep,
 }
 
 pub(crate) fn publish_tasks() -> TaskTools {
-    TaskTools::new().with(TaskTool::new(
-        "publish_article",
-        "Drafts an article, asks the user to approve it, then publishes it; runs as a task",
-        TaskSupport::Required,
-        publish_article,
-    ))
+    TaskTools::new().with(
+        TaskTool::new(
+            "publish_article",
+            "Drafts an article, asks the user to approve it, then publishes it; runs as a task",
+            TaskSupport::Required,
+            publish_article,
+        )
+        .with_title("Publish an article")
+        // Publishing is visible to others and cannot be taken back.
+        .with_annotations(ToolAnnotations::new().read_only(false).destructive(true)),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use mcp_stateless::tasks::TaskRun;
-    use serde_json::{Map, Value, json};
+    use serde_json::{Value, json};
 
     use super::*;
 
     fn run(responses: Value, continuation: Option<Value>) -> TaskRun {
-        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
-        let ctx = mcp_stateless::CallContext::from_meta(Some(&meta), None, mcp_stateless::Principal::Anonymous).unwrap();
-        let responses: Map<String, Value> = serde_json::from_value(responses).unwrap();
-        TaskRun::new(Some("tsk_test".into()), ctx, responses, continuation).0
+        mcp_stateless::testing::task_run(responses, continuation).run
     }
 
     fn text(step: TaskStep) -> String {

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use mcp_stateless::tasks::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools};
-use rmcp::ErrorData;
+use rmcp::{ErrorData, model::ToolAnnotations};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -40,12 +40,16 @@ async fn build_report(args: BuildReport, run: TaskRun) -> Result<TaskStep, Error
 }
 
 pub(crate) fn report_tasks() -> TaskTools {
-    TaskTools::new().with(TaskTool::new(
-        "build_report",
-        "Writes a report on a topic, a section at a time (about 2 s per section); runs as a task",
-        TaskSupport::Optional,
-        build_report,
-    ))
+    TaskTools::new().with(
+        TaskTool::new(
+            "build_report",
+            "Writes a report on a topic, a section at a time (about 2 s per section); runs as a task",
+            TaskSupport::Optional,
+            build_report,
+        )
+        .with_title("Build a report")
+        .with_annotations(ToolAnnotations::new().read_only(true)),
+    )
 }
 
 #[cfg(test)]
@@ -56,9 +60,8 @@ mod tests {
     use super::*;
 
     fn run() -> (TaskRun, tokio::sync::watch::Receiver<Option<String>>, tokio::sync::watch::Sender<bool>) {
-        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
-        let ctx = mcp_stateless::CallContext::from_meta(Some(&meta), None, mcp_stateless::Principal::Anonymous).unwrap();
-        TaskRun::new(Some("tsk_test".into()), ctx, Default::default(), None)
+        let test = mcp_stateless::testing::task_run(json!({}), None);
+        (test.run, test.status, test.cancel)
     }
 
     fn text(step: TaskStep) -> String {

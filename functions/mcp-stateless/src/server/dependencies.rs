@@ -1,0 +1,50 @@
+//! What a function's tools are built from: one value per port, made once
+//! per cold start, in memory here or on AWS (`mcp_aws::Dependencies`).
+
+use std::sync::Arc;
+
+use crate::{
+    clock::{Clock, SystemClock},
+    handles::{access::Handles, memory::InMemoryHandleStore},
+    sealed::{
+        mrtr::RequestStates,
+        redemption::InMemoryLedger,
+        request_state::{EnvelopeSealer, InProcessKey},
+    },
+    subscriptions, tasks,
+};
+
+/// What a function's tools are built from, once per cold start.
+#[derive(Clone)]
+pub struct Dependencies {
+    pub request_states: RequestStates,
+    pub handles: Handles,
+    /// Task storage and dispatch; `tasks.with_tools(...)` gives the
+    /// request side for a function's task tools.
+    pub tasks: tasks::TaskBackend,
+    /// `subscriptions/listen` streams and the change feed they read.
+    pub subscriptions: subscriptions::Subscriptions,
+}
+
+impl Dependencies {
+    /// Zero-setup defaults: `requestState` sealed under a random in-process
+    /// key (see [`InProcessKey`] for what that does not give you), handles,
+    /// single-use records and tasks in memory, task work in this process.
+    pub fn in_process() -> Self {
+        Self::in_process_with_clock(Arc::new(SystemClock))
+    }
+
+    /// The same, on `clock`. States are sealed for the audience `local`:
+    /// the key is this process's alone, so no other deployment could open
+    /// them anyway.
+    pub fn in_process_with_clock(clock: Arc<dyn Clock>) -> Self {
+        let audience = "local";
+        let sealer = EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone());
+        Self {
+            request_states: RequestStates::new(Arc::new(sealer), Arc::new(InMemoryLedger::default()), clock.clone(), audience),
+            handles: Handles::new(Arc::new(InMemoryHandleStore::default()), clock.clone()),
+            tasks: tasks::TaskBackend::in_process(clock.clone()),
+            subscriptions: subscriptions::Subscriptions::in_process(clock),
+        }
+    }
+}
