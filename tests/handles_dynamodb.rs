@@ -8,7 +8,6 @@ use e2e::{emulator::*, fixture_server::LIST, *};
 use mcp_stateless::{
     Principal,
     clock::{ManualClock, SystemClock},
-    handles::HandleKey,
 };
 use serde_json::{Value, json};
 
@@ -112,7 +111,7 @@ async fn an_expired_handle_says_so_and_is_deleted() {
         "This list expired (24 hours after its last use, or 2 days after it was created). Create a new list with open_list."
     );
     // DynamoDB's TTL sweep may lag by days (moto never runs it): the read deleted it.
-    let key = HandleKey::new(&Principal::Verified { issuer: "local-dev".into(), subject: "alice".into() }, &LIST, &list);
+    let key = LIST.key(&Principal::Verified { issuer: "local-dev".into(), subject: "alice".into() }, &list);
     let item = aws_sdk_dynamodb::Client::new(&sdk)
         .get_item()
         .table_name(settings.table_name.as_deref().unwrap())

@@ -228,7 +228,7 @@ async fn a_trigger_on_one_instance_reaches_a_stream_held_by_another() {
     assert_eq!(again["method"], "notifications/tools/list_changed", "{again}");
     // The feed is one item of the table.
     let items = scan(&sdk, &table).await;
-    assert!(items.iter().any(|item| item["pk"].as_s().is_ok_and(|pk| pk == mcp_aws::dynamo_feed::FEED_KEY)), "{items:?}");
+    assert!(items.iter().any(|item| item["pk"].as_s().is_ok_and(|pk| pk == mcp_aws::dynamo::feed::FEED_KEY)), "{items:?}");
 }
 
 #[tokio::test]

@@ -13,11 +13,11 @@ use mcp_aws::AwsSettings;
 use mcp_stateless::{
     Principal,
     clock::{Clock, ManualClock, SystemClock},
-    handles::HandleKey,
+    storage::ItemKey,
     tasks::{
         TaskBackend, TaskPolicy,
         queue::{TaskMessage, TaskQueue},
-        record::TASK_KIND,
+        record::TASK_IDS,
         store::TaskStore,
     },
 };
@@ -74,9 +74,9 @@ impl Stack {
     }
 }
 
-fn key(id: &str) -> HandleKey {
+fn key(id: &str) -> ItemKey {
     let principal = Principal::Verified { issuer: mcp_stateless::edge::local::DEV_ISSUER.into(), subject: PRINCIPAL.into() };
-    HandleKey::new(&principal, &TASK_KIND, id)
+    TASK_IDS.key(principal.binding_id(), &id)
 }
 
 fn running(result: &serde_json::Value) -> bool {
@@ -185,7 +185,7 @@ async fn a_foreign_principal_and_an_expired_task_look_like_an_unknown_id() {
     let clock = ManualClock::at(SystemClock.now());
     let addr = start_task_server(&stack.settings, Arc::new(clock.clone())).await;
     let id = start_task(addr, PRINCIPAL, "slow_compute", json!({"seconds": 60, "label": "mine"})).await;
-    let unknown = get_task(addr, PRINCIPAL, &TASK_KIND.mint()).await;
+    let unknown = get_task(addr, PRINCIPAL, &TASK_IDS.mint()).await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
     for method in ["tasks/get", "tasks/cancel"] {
         let foreign = rpc(addr, "mallory", method, json!({"taskId": id})).await;

@@ -119,7 +119,7 @@ pub async fn fresh_table(sdk: &aws_config::SdkConfig) -> String {
     }
     create.send().await.unwrap();
     let ttl = definition["TimeToLiveAttribute"].as_str().unwrap();
-    assert_eq!(ttl, mcp_aws::dynamo_handles::TTL_ATTRIBUTE, "template.yaml's TTL attribute is the one the code writes");
+    assert_eq!(ttl, mcp_aws::dynamo::TTL_ATTRIBUTE, "template.yaml's TTL attribute is the one the code writes");
     client
         .update_time_to_live()
         .table_name(&name)

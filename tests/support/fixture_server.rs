@@ -8,7 +8,7 @@ use std::{borrow::Cow, time::Duration};
 
 use mcp_stateless::{
     CallContext, Change, Dependencies, HandleKind, Handles, RequestStates, StateScope,
-    sealed::mrtr::{ElicitationReply, ask_one, elicitation_reply, form_request},
+    protocol::elicitation::{ElicitationReply, ask_one, elicitation_reply, form_request},
 };
 use rmcp::{
     ErrorData, ServerHandler,

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use mcp_stateless::{protocol::report::Reporter, subscriptions::ListKind};
+use mcp_stateless::prelude::{ListKind, Reporter};
 use rmcp::{
     ErrorData,
     handler::server::wrapper::Parameters,

@@ -15,7 +15,7 @@ use rmcp::{
 };
 use serde_json::{Map, Value, json};
 
-use mcp_stateless::{CallContext, StateScope};
+use mcp_stateless::prelude::{CallContext, StateScope};
 
 use crate::EverythingServer;
 

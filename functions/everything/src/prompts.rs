@@ -9,7 +9,7 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use mcp_stateless::CallContext;
+use mcp_stateless::prelude::CallContext;
 
 use crate::{
     EverythingServer, PNG_1X1,

@@ -6,7 +6,7 @@ use rmcp::{
     service::RequestContext,
 };
 
-use mcp_stateless::{CallContext, Dependencies, Registry, RequestStates};
+use mcp_stateless::prelude::{CallContext, Dependencies, Registry, RequestStates, TaskTools};
 
 #[derive(Clone)]
 pub struct EverythingServer {
@@ -21,7 +21,7 @@ impl EverythingServer {
 
     /// With `tools` as its task tools instead of the fixtures' own (tests
     /// add tools that misbehave on purpose).
-    pub fn with_task_tools(deps: Dependencies, tools: mcp_stateless::tasks::TaskTools) -> Self {
+    pub fn with_task_tools(deps: Dependencies, tools: TaskTools) -> Self {
         let registry = Registry::builder(&deps)
             .tools(Self::content_tools())
             .tools(Self::listen_tools())

@@ -6,11 +6,7 @@
 
 use std::time::Duration;
 
-use mcp_stateless::{
-    CallContext,
-    sealed::mrtr::ElicitationReply,
-    tasks::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools},
-};
+use mcp_stateless::prelude::{CallContext, ElicitationReply, TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools};
 use rmcp::{
     ErrorData,
     handler::server::{tool::InputResponses, wrapper::Parameters},

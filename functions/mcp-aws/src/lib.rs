@@ -1,16 +1,16 @@
-//! AWS behind `mcp-stateless`'s ports: KMS data keys for sealing `requestState`,
-//! DynamoDB for handles and single-use records, and the entry point every
-//! function's `main` calls.
+//! AWS behind `mcp-stateless`'s ports: KMS data keys for sealing
+//! `requestState` ([`kms_keys`]); one DynamoDB table for handles,
+//! single-use records, quota counts, tasks and the change feed
+//! ([`dynamo`], whose header has the item map); SQS for task messages
+//! ([`sqs_queue`]); the settings they read ([`settings`], [`call_limits`]);
+//! and the entry points every function's `main` calls ([`start`], and
+//! [`worker_entry`] for the task worker).
 //!
 //! Clients are built once per cold start and make no network call until a
 //! request needs one.
 
-pub mod attribute_values;
 pub mod call_limits;
-pub mod dynamo_feed;
-pub mod dynamo_handles;
-pub mod dynamo_quota;
-pub mod dynamo_tasks;
+pub mod dynamo;
 pub mod kms_keys;
 pub mod settings;
 pub mod sqs_queue;
@@ -34,7 +34,7 @@ use mcp_stateless::{
 };
 
 pub use call_limits::CallLimits;
-pub use dynamo_handles::DynamoStore;
+pub use dynamo::DynamoStore;
 pub use kms_keys::{KeyWindow, KmsDataKeys};
 pub use settings::AwsSettings;
 pub use sqs_queue::SqsTaskQueue;

@@ -15,7 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["handles"],
     &["tasks"],
     &["subscriptions"],
-    &["server", "testing"],
+    &["server", "testing", "prelude"],
     &["edge"],
     &["settings"],
 ];

@@ -13,7 +13,7 @@
 //! - [`server`]: what a function's server registered (tools, task tools,
 //!   prompts, resources), and everything it publishes derived from that
 //!   (`Registry`, `server_methods!`), and [`testing`], helpers for
-//!   tools' unit tests;
+//!   tools' unit tests; [`prelude`] re-exports what tool authors name;
 //! - [`subscriptions`]: `subscriptions/listen` streams that report what
 //!   any instance changed (`Subscriptions`, the change feed);
 //! - [`tasks`]: tool calls that outlive one invocation (`Tasks`, the
@@ -39,6 +39,7 @@ pub mod handles;
 mod layering;
 pub mod logging;
 pub mod metrics;
+pub mod prelude;
 pub mod protocol;
 pub mod quota;
 pub mod random;

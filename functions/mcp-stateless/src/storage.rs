@@ -1,8 +1,68 @@
 //! What can go wrong in a store, whatever backs it (DynamoDB or memory),
-//! the retry pace of compare-and-set loops, and how stored keys and ids
-//! spell bytes.
+//! the retry pace of compare-and-set loops, how owner-bound items (handles,
+//! tasks) are named and keyed, and how stored keys and ids spell bytes.
 
 use std::time::Duration;
+
+use aws_lc_rs::digest::{SHA256, digest};
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+
+use crate::random;
+
+const ID_RANDOM_BYTES: usize = 16;
+/// base64url of 16 bytes, unpadded.
+const ID_RANDOM_CHARS: usize = 22;
+
+/// The ids of one kind of owner-bound item: `<prefix>_<128 random bits,
+/// base64url>`. Nothing in an id encodes the owner, a counter or a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdKind {
+    /// Short and readable, lowercase ASCII (`bsk`, `tsk`).
+    pub prefix: &'static str,
+}
+
+impl IdKind {
+    /// A new id, unguessable.
+    pub fn mint(self) -> String {
+        format!("{}_{}", self.prefix, URL_SAFE_NO_PAD.encode(random::bytes::<ID_RANDOM_BYTES>()))
+    }
+
+    /// Whether `id` has the shape [`IdKind::mint`] gives: checked before
+    /// any store call, so a malformed string costs nothing.
+    pub fn is_well_formed(self, id: &str) -> bool {
+        id.strip_prefix(self.prefix).and_then(|rest| rest.strip_prefix('_')).is_some_and(|random| {
+            random.len() == ID_RANDOM_CHARS
+                && random.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                && URL_SAFE_NO_PAD.decode(random).is_ok_and(|bytes| bytes.len() == ID_RANDOM_BYTES)
+        })
+    }
+
+    /// Where the item `id` of the owner whose binding id is `owner` lives.
+    pub fn key(self, owner: String, id: &str) -> ItemKey {
+        let mut material = Vec::with_capacity(owner.len() + id.len() + 8);
+        for part in [owner.as_bytes(), id.as_bytes()] {
+            material.extend_from_slice(&(part.len() as u32).to_be_bytes());
+            material.extend_from_slice(part);
+        }
+        let hash = hex(digest(&SHA256, &material).as_ref());
+        // `handle#` for tasks too: the prefix the table's items and the
+        // roles' LeadingKeys were written with.
+        ItemKey { partition_key: format!("handle#{}#{hash}", self.prefix), owner, kind: self.prefix }
+    }
+}
+
+/// Where one owner's item lives. The key is derived from the owner *and*
+/// the id, so another principal's lookup of a stolen id finds nothing at
+/// all ("State Handle Hijacking", security-best-practices).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemKey {
+    /// `handle#<prefix>#<hex SHA-256 of owner and id>`.
+    pub partition_key: String,
+    /// The owner's binding id (`Principal::binding_id`).
+    pub owner: String,
+    /// The id prefix of its kind.
+    pub kind: &'static str,
+}
 
 /// Lowercase hex, as keys, hashes and ids are written.
 pub fn hex(bytes: &[u8]) -> String {
@@ -58,7 +118,7 @@ impl Backoff {
         }
         self.attempts_left -= 1;
         crate::metrics::count(crate::metrics::Counter::StoreRetries);
-        let jitter = self.delay.mul_f64(f64::from(crate::random::bytes::<1>()[0]) / 255.0);
+        let jitter = self.delay.mul_f64(f64::from(random::bytes::<1>()[0]) / 255.0);
         tokio::time::sleep(self.delay + jitter).await;
         self.delay *= 2;
         true

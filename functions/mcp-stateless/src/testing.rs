@@ -12,11 +12,7 @@ use crate::{
 /// The context of a 2026-07-28 request from `principal` whose client
 /// declared `capabilities` (`json!({})` for none).
 pub fn call_context(principal: Principal, capabilities: Value) -> CallContext {
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": crate::protocol::SUPPORTED_VERSIONS[0],
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-    });
-    CallContext::from_meta(Some(&meta), None, principal).expect("a complete _meta")
+    CallContext::with_capabilities(principal, capabilities)
 }
 
 /// A task run and the two ends its driver holds.

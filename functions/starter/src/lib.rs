@@ -7,7 +7,7 @@ pub mod tools;
 
 use rmcp::ServerHandler;
 
-use mcp_stateless::{Dependencies, Handles, Registry, RequestStates};
+use mcp_stateless::prelude::{Dependencies, Handles, Registry, RequestStates};
 
 #[derive(Clone)]
 // A fork whose tools use no sealed state or no handles reads neither field:

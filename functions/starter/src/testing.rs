@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use mcp_stateless::{
     Dependencies, EdgePolicy, Handles, McpEndpoint, Mode,
     clock::SystemClock,
-    handles::{Change, HandleKey, HandleRecord, HandleStore, Lookup},
+    handles::{Change, HandleRecord, HandleStore, ItemKey, Lookup},
     storage::StoreError,
 };
 use serde_json::Value;
@@ -37,19 +37,19 @@ fn down<'a, T: Send + 'a>() -> BoxFuture<'a, Result<T, StoreError>> {
 }
 
 impl HandleStore for DownStore {
-    fn create<'a>(&'a self, _: &'a HandleKey, _: &'a HandleRecord) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn create<'a>(&'a self, _: &'a ItemKey, _: &'a HandleRecord) -> BoxFuture<'a, Result<(), StoreError>> {
         down()
     }
-    fn get<'a>(&'a self, _: &'a HandleKey, _: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+    fn get<'a>(&'a self, _: &'a ItemKey, _: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         down()
     }
-    fn replace<'a>(&'a self, _: &'a HandleKey, _: u64, _: &'a Value, _: u64, _: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+    fn replace<'a>(&'a self, _: &'a ItemKey, _: u64, _: &'a Value, _: u64, _: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         down()
     }
-    fn apply<'a>(&'a self, _: &'a HandleKey, _: &'a Change, _: u64, _: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+    fn apply<'a>(&'a self, _: &'a ItemKey, _: &'a Change, _: u64, _: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         down()
     }
-    fn delete<'a>(&'a self, _: &'a HandleKey, _: Option<u64>, _: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+    fn delete<'a>(&'a self, _: &'a ItemKey, _: Option<u64>, _: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         down()
     }
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::{
     clock::Clock,
-    handles::{Change, HandleKey, HandleKind, HandleRecord, HandleStore, Lookup},
+    handles::{Change, HandleKind, HandleRecord, HandleStore, ItemKey, Lookup},
     protocol::context::CallContext,
     quota::{CreationQuota, InMemoryQuota, QuotaKey},
     storage::{Backoff, StoreError},
@@ -106,11 +106,11 @@ impl Handles {
         self
     }
 
-    fn key(&self, ctx: &CallContext, kind: &HandleKind, handle: &str) -> Result<HandleKey, HandleFailure> {
+    fn key(&self, ctx: &CallContext, kind: &HandleKind, handle: &str) -> Result<ItemKey, HandleFailure> {
         if !kind.is_well_formed(handle) {
             return Err(HandleFailure::Unknown);
         }
-        Ok(HandleKey::new(&ctx.principal, kind, handle))
+        Ok(kind.key(&ctx.principal, handle))
     }
 
     fn check_size(kind: &HandleKind, data: &Value) -> Result<(), HandleFailure> {
@@ -127,7 +127,7 @@ impl Handles {
         Self::check_size(kind, &data)?;
         let handle = kind.mint();
         let now = self.clock.now();
-        let key = HandleKey::new(&ctx.principal, kind, &handle);
+        let key = kind.key(&ctx.principal, &handle);
         let quota = QuotaKey::new(&key.owner, kind.prefix, kind.max_lifetime, now);
         if !self.quota.take(&quota, kind.max_per_owner).await.map_err(HandleFailure::Store)? {
             return Err(HandleFailure::TooMany);

@@ -11,16 +11,16 @@ pub mod resource;
 
 use std::time::Duration;
 
-use aws_lc_rs::digest::{SHA256, digest};
-use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::{
     protocol::context::Principal,
-    random,
-    storage::{StoreError, hex},
+    storage::{IdKind, StoreError},
 };
+
+/// Where one owner's handle lives (the same key as every owner-bound item).
+pub use crate::storage::ItemKey;
 
 /// A kind of handle and its lifetime policy.
 #[derive(Debug, Clone, Copy)]
@@ -45,44 +45,25 @@ pub struct HandleKind {
     pub max_per_owner: u32,
 }
 
-const HANDLE_RANDOM_BYTES: usize = 16;
-/// base64url of 16 bytes, unpadded.
-const HANDLE_RANDOM_CHARS: usize = 22;
-
 impl HandleKind {
+    /// The ids of this kind.
+    pub fn ids(&self) -> IdKind {
+        IdKind { prefix: self.prefix }
+    }
+
+    /// A new handle of this kind.
     pub fn mint(&self) -> String {
-        format!("{}_{}", self.prefix, URL_SAFE_NO_PAD.encode(random::bytes::<HANDLE_RANDOM_BYTES>()))
+        self.ids().mint()
     }
 
     /// Checked before any store call: a malformed string costs nothing.
     pub fn is_well_formed(&self, handle: &str) -> bool {
-        handle.strip_prefix(self.prefix).and_then(|rest| rest.strip_prefix('_')).is_some_and(|random| {
-            random.len() == HANDLE_RANDOM_CHARS
-                && random.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-                && URL_SAFE_NO_PAD.decode(random).is_ok_and(|bytes| bytes.len() == HANDLE_RANDOM_BYTES)
-        })
+        self.ids().is_well_formed(handle)
     }
-}
 
-/// Where one owner's handle lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HandleKey {
-    /// `handle#<prefix>#<hex SHA-256 of owner and handle>`.
-    pub partition_key: String,
-    pub owner: String,
-    pub kind: &'static str,
-}
-
-impl HandleKey {
-    pub fn new(owner: &Principal, kind: &HandleKind, handle: &str) -> Self {
-        let owner = owner.binding_id();
-        let mut material = Vec::with_capacity(owner.len() + handle.len() + 8);
-        for part in [owner.as_bytes(), handle.as_bytes()] {
-            material.extend_from_slice(&(part.len() as u32).to_be_bytes());
-            material.extend_from_slice(part);
-        }
-        let hash = hex(digest(&SHA256, &material).as_ref());
-        Self { partition_key: format!("handle#{}#{hash}", kind.prefix), owner, kind: kind.prefix }
+    /// Where `owner`'s handle `handle` of this kind lives.
+    pub fn key(&self, owner: &Principal, handle: &str) -> ItemKey {
+        self.ids().key(owner.binding_id(), handle)
     }
 }
 
@@ -137,17 +118,17 @@ pub enum Lookup {
 /// The port. Every method is one store round trip unless documented.
 pub trait HandleStore: Send + Sync {
     /// Writes a new item; never overwrites an existing one.
-    fn create<'a>(&'a self, key: &'a HandleKey, record: &'a HandleRecord) -> BoxFuture<'a, Result<(), StoreError>>;
+    fn create<'a>(&'a self, key: &'a ItemKey, record: &'a HandleRecord) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Reads the item; `Expired` items are deleted (a second round trip,
     /// only then), since DynamoDB's TTL deletes lazily.
-    fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>>;
+    fn get<'a>(&'a self, key: &'a ItemKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>>;
 
     /// Replaces the data if the version is still `expected_version`,
     /// bumping it and sliding the expiry.
     fn replace<'a>(
         &'a self,
-        key: &'a HandleKey,
+        key: &'a ItemKey,
         expected_version: u64,
         data: &'a Value,
         now: u64,
@@ -156,11 +137,11 @@ pub trait HandleStore: Send + Sync {
 
     /// Checks existence and expiry, applies `change`, bumps the version and
     /// slides the expiry, in one round trip. Answers the new record.
-    fn apply<'a>(&'a self, key: &'a HandleKey, change: &'a Change, now: u64, expires_at: u64) -> BoxFuture<'a, Result<Lookup, StoreError>>;
+    fn apply<'a>(&'a self, key: &'a ItemKey, change: &'a Change, now: u64, expires_at: u64) -> BoxFuture<'a, Result<Lookup, StoreError>>;
 
     /// Deletes the item if it is live (and still at `expected_version`,
     /// when given: `Conflict` otherwise); answers what it found.
-    fn delete<'a>(&'a self, key: &'a HandleKey, expected_version: Option<u64>, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>>;
+    fn delete<'a>(&'a self, key: &'a ItemKey, expected_version: Option<u64>, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>>;
 }
 
 pub mod memory {
@@ -182,7 +163,7 @@ pub mod memory {
         }
 
         /// The live record for `key`, deleting it if expired.
-        fn live<'m>(items: &'m mut HashMap<String, HandleRecord>, key: &HandleKey, now: u64) -> Result<&'m mut HandleRecord, Lookup> {
+        fn live<'m>(items: &'m mut HashMap<String, HandleRecord>, key: &ItemKey, now: u64) -> Result<&'m mut HandleRecord, Lookup> {
             match items.get(&key.partition_key) {
                 None => Err(Lookup::Missing),
                 Some(record) if record.owner != key.owner => Err(Lookup::Missing),
@@ -200,13 +181,13 @@ pub mod memory {
     }
 
     impl HandleStore for InMemoryHandleStore {
-        fn create<'a>(&'a self, key: &'a HandleKey, record: &'a HandleRecord) -> BoxFuture<'a, Result<(), StoreError>> {
+        fn create<'a>(&'a self, key: &'a ItemKey, record: &'a HandleRecord) -> BoxFuture<'a, Result<(), StoreError>> {
             ready(self.with_items(|items| {
                 items.entry(key.partition_key.clone()).or_insert_with(|| record.clone());
             }))
         }
 
-        fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+        fn get<'a>(&'a self, key: &'a ItemKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
             ready(self.with_items(|items| match Self::live(items, key, now) {
                 Ok(record) => Lookup::Found(record.clone()),
                 Err(outcome) => outcome,
@@ -215,7 +196,7 @@ pub mod memory {
 
         fn replace<'a>(
             &'a self,
-            key: &'a HandleKey,
+            key: &'a ItemKey,
             expected_version: u64,
             data: &'a Value,
             now: u64,
@@ -236,7 +217,7 @@ pub mod memory {
 
         fn apply<'a>(
             &'a self,
-            key: &'a HandleKey,
+            key: &'a ItemKey,
             change: &'a Change,
             now: u64,
             expires_at: u64,
@@ -265,7 +246,7 @@ pub mod memory {
             }))
         }
 
-        fn delete<'a>(&'a self, key: &'a HandleKey, expected_version: Option<u64>, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+        fn delete<'a>(&'a self, key: &'a ItemKey, expected_version: Option<u64>, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
             ready(self.with_items(|items| match Self::live(items, key, now) {
                 Ok(record) if expected_version.is_some_and(|v| v != record.version) => Lookup::Conflict,
                 Ok(_) => Lookup::Found(items.remove(&key.partition_key).expect("present")),
@@ -306,8 +287,8 @@ mod tests {
         let alice = Principal::Verified { issuer: "i".into(), subject: "alice".into() };
         let bob = Principal::Verified { issuer: "i".into(), subject: "bob".into() };
         let h = KIND.mint();
-        assert_ne!(HandleKey::new(&alice, &KIND, &h), HandleKey::new(&bob, &KIND, &h));
-        assert_eq!(HandleKey::new(&alice, &KIND, &h), HandleKey::new(&alice, &KIND, &h));
-        assert!(!HandleKey::new(&alice, &KIND, &h).partition_key.contains("alice"));
+        assert_ne!(KIND.key(&alice, &h), KIND.key(&bob, &h));
+        assert_eq!(KIND.key(&alice, &h), KIND.key(&alice, &h));
+        assert!(!KIND.key(&alice, &h).partition_key.contains("alice"));
     }
 }

@@ -104,6 +104,23 @@ impl CallContext {
         })
     }
 
+    /// The context of a 2026-07-28 request from `principal` whose client
+    /// declared `capabilities` (an object; anything else counts as none),
+    /// built directly: for tests, and for work driven outside a request.
+    pub fn with_capabilities(principal: Principal, capabilities: Value) -> Self {
+        let client_capabilities = match capabilities {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        Self {
+            protocol_version: crate::protocol::SUPPORTED_VERSIONS[0].to_owned(),
+            client_capabilities,
+            client_info: None,
+            traceparent: None,
+            principal,
+        }
+    }
+
     /// Whether the client declared `capability` (a top-level key such as
     /// `sampling`), optionally with a sub-feature (`elicitation.url`).
     pub fn declares(&self, capability: &str, feature: Option<&str>) -> bool {

@@ -1,10 +1,11 @@
 //! Protocol rules with no I/O: the per-request [`context`], the -32021
-//! [`capability_guard`], and the constants and helpers every function's
+//! [`capability_guard`], [`elicitation`] forms and their answers, and the constants and helpers every function's
 //! handler uses.
 
 pub mod arguments;
 pub mod capability_guard;
 pub mod context;
+pub mod elicitation;
 pub mod report;
 
 use std::borrow::Cow;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{record::TASK_KIND, timings::TaskTimings};
+use super::{record::TASK_IDS, timings::TaskTimings};
 use crate::quota::QuotaKey;
 
 /// What a deployment sets of its tasks' timing (`settings.rs` reads it):
@@ -94,6 +94,6 @@ impl TaskPolicy {
 
     /// The per-owner counter a task created at `created_at_ms` counts in.
     pub fn quota_key(&self, owner: &str, created_at_ms: u64) -> QuotaKey {
-        QuotaKey::new(owner, TASK_KIND.prefix, self.ttl, created_at_ms / 1_000)
+        QuotaKey::new(owner, TASK_IDS.prefix, self.ttl, created_at_ms / 1_000)
     }
 }

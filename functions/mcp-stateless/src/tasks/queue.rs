@@ -10,9 +10,9 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::{handles::HandleKey, storage::StoreError};
+use crate::storage::{ItemKey, StoreError};
 
-use super::record::TASK_KIND;
+use super::record::TASK_IDS;
 
 /// The queue message body: where the task record is, nothing else. The
 /// queue is trusted (only the request function may send to it), and the
@@ -24,12 +24,12 @@ pub struct TaskMessage {
 }
 
 impl TaskMessage {
-    pub fn for_key(key: &HandleKey) -> Self {
+    pub fn for_key(key: &ItemKey) -> Self {
         Self { pk: key.partition_key.clone(), owner: key.owner.clone() }
     }
 
-    pub fn key(&self) -> HandleKey {
-        HandleKey { partition_key: self.pk.clone(), owner: self.owner.clone(), kind: TASK_KIND.prefix }
+    pub fn key(&self) -> ItemKey {
+        ItemKey { partition_key: self.pk.clone(), owner: self.owner.clone(), kind: TASK_IDS.prefix }
     }
 }
 

@@ -10,31 +10,19 @@
 //! Every write is a compare-and-set on `version`, so of a cancel and a
 //! completion racing, exactly one lands.
 
-use std::time::Duration;
-
 use rmcp::model::{CreateTaskResult, DetailedTask, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::{
-    handles::HandleKind,
     protocol::context::{CallContext, Principal},
+    storage::IdKind,
 };
 
-/// Task ids are handles: `tsk_` + 128 random bits, stored under a key
-/// derived from the owner and the id (see [`HandleKey`]).
-pub const TASK_KIND: HandleKind = HandleKind {
-    prefix: "tsk",
-    noun: "task",
-    created_by: "a task-capable tool",
-    idle_ttl: Duration::from_secs(3_600),
-    // A task's lifetime and the per-owner cap are TaskPolicy's `ttl` and
-    // `max_per_owner` (deployment settings); tasks use this kind for their
-    // ids and keys only.
-    max_lifetime: Duration::from_secs(3_600),
-    max_data_bytes: MAX_RECORD_BYTES,
-    max_per_owner: 0,
-};
+/// Task ids are owner-bound ids as handles are: `tsk_` + 128 random bits,
+/// stored under a key derived from the owner and the id
+/// ([`crate::storage::ItemKey`]).
+pub const TASK_IDS: IdKind = IdKind { prefix: "tsk" };
 
 /// The serialized record's bound, under DynamoDB's 400 KB item limit with
 /// room for the key and attributes beside it.

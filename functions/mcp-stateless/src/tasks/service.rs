@@ -21,16 +21,16 @@ use serde_json::{Map, Value};
 use super::{
     policy::TaskPolicy,
     queue::{TaskMessage, TaskQueue},
-    record::{TASK_KIND, TaskInput, TaskRecord},
+    record::{TASK_IDS, TaskInput, TaskRecord},
     store::{Decision, TaskStore, transition},
     tool::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools},
 };
 use crate::{
     clock::Clock,
-    handles::HandleKey,
     protocol::context::CallContext,
+    protocol::elicitation::answer_as_asked,
     quota::{CreationQuota, InMemoryQuota, QuotaKey},
-    sealed::mrtr::answer_as_asked,
+    storage::ItemKey,
     storage::StoreError,
 };
 
@@ -86,7 +86,7 @@ impl Tasks {
     /// (exactly one, by the compare-and-set) gives its owner's place back.
     pub(crate) async fn transition(
         &self,
-        key: &HandleKey,
+        key: &ItemKey,
         change: impl FnMut(&mut TaskRecord) -> Decision,
     ) -> Result<Option<TaskRecord>, StoreError> {
         let outcome = transition(&*self.store, &*self.clock, key, change).await?;
@@ -193,7 +193,7 @@ impl Tasks {
         }
         let now_ms = self.clock.now_ms();
         let record = TaskRecord {
-            task_id: TASK_KIND.mint(),
+            task_id: TASK_IDS.mint(),
             owner: ctx.principal.binding_id(),
             tool: tool.to_owned(),
             status: TaskStatus::Working,
@@ -220,7 +220,7 @@ impl Tasks {
             return Ok(None);
         }
         let record = TaskRecord { quota_key: Some(quota.partition_key.clone()), ..record };
-        let key = HandleKey::new(&ctx.principal, &TASK_KIND, &record.task_id);
+        let key = TASK_IDS.key(ctx.principal.binding_id(), &record.task_id);
         if let Err(error) = self.store.create(&key, &record, &input).await {
             // The store's per-call id makes a retry of a landed write
             // succeed, so an error here almost always means nothing landed;
@@ -238,7 +238,7 @@ impl Tasks {
     /// Enqueues a task just created; if that fails, the task is failed now
     /// (and the call answers -32603) rather than left `working` for a
     /// client that was told it does not exist.
-    async fn dispatch_new(&self, key: &HandleKey) -> Result<(), ErrorData> {
+    async fn dispatch_new(&self, key: &ItemKey) -> Result<(), ErrorData> {
         let Err(error) = self.queue.enqueue(&TaskMessage::for_key(key)).await else { return Ok(()) };
         tracing::error!(%error, "task queue send failed");
         let failed = self
@@ -257,11 +257,11 @@ impl Tasks {
         Err(ErrorData::internal_error("the task could not be scheduled", None))
     }
 
-    fn key(&self, ctx: &CallContext, task_id: &str) -> Result<HandleKey, ErrorData> {
-        if !TASK_KIND.is_well_formed(task_id) {
+    fn key(&self, ctx: &CallContext, task_id: &str) -> Result<ItemKey, ErrorData> {
+        if !TASK_IDS.is_well_formed(task_id) {
             return Err(not_found());
         }
-        Ok(HandleKey::new(&ctx.principal, &TASK_KIND, task_id))
+        Ok(TASK_IDS.key(ctx.principal.binding_id(), task_id))
     }
 
     /// `tasks/get`. A `working` task nobody works on is sent to a worker

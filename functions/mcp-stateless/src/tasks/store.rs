@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use super::record::{MAX_RECORD_BYTES, TaskInput, TaskRecord};
 use crate::{
     clock::Clock,
-    handles::HandleKey,
+    storage::ItemKey,
     storage::{Backoff, StoreError},
 };
 
@@ -24,20 +24,20 @@ pub enum Replaced {
 /// only once `tasks/get` for it resolves (tasks.md, "Task Creation").
 pub trait TaskStore: Send + Sync {
     /// Writes a new task, its input first; never overwrites.
-    fn create<'a>(&'a self, key: &'a HandleKey, record: &'a TaskRecord, input: &'a TaskInput) -> BoxFuture<'a, Result<(), StoreError>>;
+    fn create<'a>(&'a self, key: &'a ItemKey, record: &'a TaskRecord, input: &'a TaskInput) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// The owner's task input. Read after the record (which answers for
     /// expiry), by the worker, once per run.
-    fn input<'a>(&'a self, key: &'a HandleKey) -> BoxFuture<'a, Result<Option<TaskInput>, StoreError>>;
+    fn input<'a>(&'a self, key: &'a ItemKey) -> BoxFuture<'a, Result<Option<TaskInput>, StoreError>>;
 
     /// The owner's live record. An expired one is deleted and reported
     /// missing: expired, unknown and somebody else's look the same.
-    fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>>;
+    fn get<'a>(&'a self, key: &'a ItemKey, now: u64) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>>;
 
     /// Writes `record` if the stored version is still `expected_version`.
     fn replace<'a>(
         &'a self,
-        key: &'a HandleKey,
+        key: &'a ItemKey,
         expected_version: u64,
         record: &'a TaskRecord,
     ) -> BoxFuture<'a, Result<Replaced, StoreError>>;
@@ -68,7 +68,7 @@ pub struct Transition {
 pub async fn transition(
     store: &dyn TaskStore,
     clock: &dyn Clock,
-    key: &HandleKey,
+    key: &ItemKey,
     mut change: impl FnMut(&mut TaskRecord) -> Decision,
 ) -> Result<Transition, StoreError> {
     let mut backoff = Backoff::new(MAX_ATTEMPTS, BACKOFF_START);
@@ -113,7 +113,7 @@ pub mod memory {
     }
 
     impl TaskStore for InMemoryTaskStore {
-        fn create<'a>(&'a self, key: &'a HandleKey, record: &'a TaskRecord, input: &'a TaskInput) -> BoxFuture<'a, Result<(), StoreError>> {
+        fn create<'a>(&'a self, key: &'a ItemKey, record: &'a TaskRecord, input: &'a TaskInput) -> BoxFuture<'a, Result<(), StoreError>> {
             let outcome = self.inputs.with(|inputs| {
                 inputs.entry(key.partition_key.clone()).or_insert_with(|| (key.owner.clone(), input.clone()));
             });
@@ -125,7 +125,7 @@ pub mod memory {
             Box::pin(async move { outcome })
         }
 
-        fn input<'a>(&'a self, key: &'a HandleKey) -> BoxFuture<'a, Result<Option<TaskInput>, StoreError>> {
+        fn input<'a>(&'a self, key: &'a ItemKey) -> BoxFuture<'a, Result<Option<TaskInput>, StoreError>> {
             let outcome = self.inputs.with(|inputs| match inputs.get(&key.partition_key) {
                 Some((owner, input)) if *owner == key.owner => Some(input.clone()),
                 _ => None,
@@ -133,7 +133,7 @@ pub mod memory {
             Box::pin(async move { outcome })
         }
 
-        fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+        fn get<'a>(&'a self, key: &'a ItemKey, now: u64) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
             let outcome = self.items.with(|items| match items.get(&key.partition_key) {
                 Some(record) if record.owner != key.owner => None,
                 Some(record) if record.expires_at <= now => {
@@ -147,7 +147,7 @@ pub mod memory {
 
         fn replace<'a>(
             &'a self,
-            key: &'a HandleKey,
+            key: &'a ItemKey,
             expected_version: u64,
             record: &'a TaskRecord,
         ) -> BoxFuture<'a, Result<Replaced, StoreError>> {

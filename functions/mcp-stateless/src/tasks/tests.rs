@@ -20,7 +20,7 @@ use super::{
 use crate::{
     clock::{Clock, ManualClock},
     protocol::context::{CallContext, Principal},
-    sealed::mrtr::form_request,
+    protocol::elicitation::form_request,
     storage::StoreError,
 };
 
@@ -250,7 +250,7 @@ async fn foreign_expired_malformed_and_unknown_ids_get_one_answer() {
         let update = f.tasks.update(ctx, &UpdateTaskParams::new(id, Default::default())).await.unwrap_err();
         (get, cancel, update)
     };
-    let unknown = errors(&alice, &super::record::TASK_KIND.mint()).await;
+    let unknown = errors(&alice, &super::record::TASK_IDS.mint()).await;
     assert_eq!(unknown.0.code.0, -32602);
     assert_eq!(errors(&with_tasks("mallory"), &id).await, unknown, "somebody else's task");
     assert_eq!(errors(&alice, "tsk_not-an-id").await, unknown, "malformed");
@@ -293,7 +293,7 @@ async fn a_run_whose_worker_died_is_sent_again_when_its_lease_lapses_then_failed
             let (worker, message) = (f.worker.clone(), message.clone());
             async move { worker.process(&message).await }
         });
-        let key = crate::handles::HandleKey::new(&alice.principal, &super::record::TASK_KIND, &id);
+        let key = super::record::TASK_IDS.key(alice.principal.binding_id(), &id);
         while f.tasks.store.get(&key, f.clock.now()).await.unwrap().unwrap().attempts < attempt {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -478,7 +478,7 @@ async fn stored_arguments_keep_only_what_the_schema_names_and_are_capped() {
     let f = fixture();
     let alice = with_tasks("alice");
     let (id, _) = f.start(&alice, "wait", json!({"seconds": 0, "unnamed": "x".repeat(300_000)})).await;
-    let key = crate::handles::HandleKey::new(&alice.principal, &super::record::TASK_KIND, &id);
+    let key = super::record::TASK_IDS.key(alice.principal.binding_id(), &id);
     let stored = f.tasks.store.input(&key).await.unwrap().unwrap();
     assert_eq!(stored.arguments, json!({"seconds": 0}), "the unnamed property was not stored");
     assert!(stored.encoded_len() < 2_000, "{}", stored.encoded_len());
@@ -507,7 +507,7 @@ async fn answers_that_do_not_fit_the_requested_schema_are_refused_and_unasked_fi
     // A fitting answer is taken, without what the form did not ask for.
     f.tasks.update(&alice, &update(json!({"a": {"action": "accept", "content": {"x": "ok", "extra": "y".repeat(2_000)}}}))).await.unwrap();
     assert!(f.get(&alice, &id).await["inputRequests"]["a"].is_null());
-    let key = crate::handles::HandleKey::new(&alice.principal, &super::record::TASK_KIND, &id);
+    let key = super::record::TASK_IDS.key(alice.principal.binding_id(), &id);
     let stored = f.tasks.store.get(&key, f.clock.now()).await.unwrap().unwrap();
     assert_eq!(stored.input_responses["a"], json!({"action": "accept", "content": {"x": "ok"}}), "the unasked field was not stored");
 }

@@ -23,7 +23,7 @@ use tokio::sync::watch;
 
 use crate::{
     protocol::context::CallContext,
-    sealed::mrtr::{ElicitationReply, read_elicitation},
+    protocol::elicitation::{ElicitationReply, read_elicitation},
 };
 
 /// Whether a client without the tasks extension can call the tool.

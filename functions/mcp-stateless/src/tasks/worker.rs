@@ -29,9 +29,9 @@ use super::{
     tool::{TaskRun, TaskStep},
 };
 use crate::{
-    handles::HandleKey,
     protocol::capability_guard::missing_capabilities,
     random,
+    storage::ItemKey,
     storage::{StoreError, hex},
 };
 
@@ -116,7 +116,7 @@ impl TaskWorker {
 
     /// Takes the lease on a runnable task. `None`: nothing to run here. A
     /// task whose earlier runs all ended unfinished is failed instead.
-    async fn claim(&self, key: &HandleKey, holder: &str) -> Result<Option<TaskRecord>, StoreError> {
+    async fn claim(&self, key: &ItemKey, holder: &str) -> Result<Option<TaskRecord>, StoreError> {
         let now_ms = self.tasks.clock.now_ms();
         let lease = self.tasks.policy.lease.as_millis() as u64;
         let max_attempts = self.tasks.policy.max_attempts;
@@ -147,7 +147,7 @@ impl TaskWorker {
     /// renews the lease, and stops the function if the task was cancelled.
     async fn watch(
         &self,
-        key: &HandleKey,
+        key: &ItemKey,
         holder: &str,
         mut function: tokio::task::JoinHandle<Result<TaskStep, ErrorData>>,
         mut status: tokio::sync::watch::Receiver<Option<String>>,
@@ -206,7 +206,7 @@ impl TaskWorker {
 
     /// One heartbeat. `false` when this worker should stop: the task is
     /// terminal (cancelled), expired, or leased to somebody else.
-    async fn beat(&self, key: &HandleKey, holder: &str, message: Option<String>) -> Result<bool, StoreError> {
+    async fn beat(&self, key: &ItemKey, holder: &str, message: Option<String>) -> Result<bool, StoreError> {
         let now_ms = self.tasks.clock.now_ms();
         let lease = self.tasks.policy.lease.as_millis() as u64;
         let record = self
@@ -232,7 +232,7 @@ impl TaskWorker {
     /// Writes the run's outcome, if this worker still holds the task.
     /// `capabilities`: what the creating client declared (input it cannot
     /// give fails the task).
-    async fn settle(&self, key: &HandleKey, holder: &str, capabilities: &Map<String, Value>, end: RunEnd) -> Disposition {
+    async fn settle(&self, key: &ItemKey, holder: &str, capabilities: &Map<String, Value>, end: RunEnd) -> Disposition {
         let step = match end {
             RunEnd::Step(step) => step,
             RunEnd::OutOfTime => {
@@ -257,7 +257,7 @@ impl TaskWorker {
     }
 
     /// Gives the lease up so a retry need not wait for it to lapse.
-    async fn release(&self, key: &HandleKey, holder: &str) {
+    async fn release(&self, key: &ItemKey, holder: &str) {
         let now_ms = self.tasks.clock.now_ms();
         let released = self
             .tasks

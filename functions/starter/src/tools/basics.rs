@@ -9,7 +9,7 @@ use rmcp::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use mcp_stateless::{CallContext, Principal};
+use mcp_stateless::prelude::{CallContext, Principal};
 
 use crate::Server;
 

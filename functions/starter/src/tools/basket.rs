@@ -13,10 +13,9 @@
 
 use std::time::Duration;
 
-use mcp_stateless::{
-    CallContext, Change, HandleKind, StateScope,
-    handles::{HandleRecord, access::HandleFailure, resource::HandleResource},
-    sealed::mrtr::{ElicitationReply, ask_one, checked_reply, form_request, require_form_elicitation},
+use mcp_stateless::prelude::{
+    CallContext, Change, ElicitationReply, HandleFailure, HandleKind, HandleRecord, HandleResource, StateScope, ask_one, checked_reply,
+    form_request, require_form_elicitation,
 };
 use rmcp::{
     ErrorData, Json,

@@ -27,7 +27,7 @@ mod publish;
 mod reminder;
 mod report;
 
-use mcp_stateless::{handles::resource::HandleResources, tasks::TaskTools};
+use mcp_stateless::prelude::{HandleResources, TaskTools};
 use rmcp::handler::server::router::tool::ToolRouter;
 
 use crate::Server;

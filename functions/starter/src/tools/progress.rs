@@ -15,7 +15,7 @@
 
 use std::time::Duration;
 
-use mcp_stateless::protocol::report::Reporter;
+use mcp_stateless::prelude::Reporter;
 use rmcp::{
     handler::server::wrapper::Parameters,
     model::{CallToolResult, ContentBlock, LoggingLevel},

@@ -7,10 +7,7 @@
 
 use std::time::Duration;
 
-use mcp_stateless::{
-    sealed::mrtr::{ElicitationReply, form_request},
-    tasks::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools},
-};
+use mcp_stateless::prelude::{ElicitationReply, TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools, form_request};
 use rmcp::{ErrorData, model::ToolAnnotations};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -66,7 +63,7 @@ pub(crate) fn publish_tasks() -> TaskTools {
 
 #[cfg(test)]
 mod tests {
-    use mcp_stateless::tasks::TaskRun;
+    use mcp_stateless::prelude::TaskRun;
     use serde_json::{Value, json};
 
     use super::*;

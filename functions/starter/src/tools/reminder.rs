@@ -3,10 +3,7 @@
 //! `requestState`, so any instance can serve the next round and nothing is
 //! stored or locked while the user thinks (a client may never come back).
 
-use mcp_stateless::{
-    CallContext, StateScope,
-    sealed::mrtr::{ElicitationReply, ask_one, checked_reply, form_request, require_form_elicitation},
-};
+use mcp_stateless::prelude::{CallContext, ElicitationReply, StateScope, ask_one, checked_reply, form_request, require_form_elicitation};
 use rmcp::{
     ErrorData,
     handler::server::tool::{InputResponses, RequestState},

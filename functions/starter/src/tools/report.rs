@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use mcp_stateless::tasks::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools};
+use mcp_stateless::prelude::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools};
 use rmcp::{ErrorData, model::ToolAnnotations};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -54,7 +54,7 @@ pub(crate) fn report_tasks() -> TaskTools {
 
 #[cfg(test)]
 mod tests {
-    use mcp_stateless::tasks::TaskRun;
+    use mcp_stateless::prelude::TaskRun;
     use serde_json::json;
 
     use super::*;

@@ -1,9 +1,7 @@
-//! Task records in the same DynamoDB table as handles, under the handle key
-//! scheme (`handle#tsk#<sha256(owner, task id)>`). The record is one JSON
-//! string attribute beside the attributes conditions need (`owner`,
-//! `version`, `expires_at`, the TTL attribute) and `status` for operators.
-//! The task's input is an item of its own (`<record key>#input`), written
-//! once: the record, written on every change, stays small.
+//! Task records in the table, keyed as handles are (the item map is in
+//! `dynamo/mod.rs`). The record is one JSON string beside the attributes
+//! conditions need; the task's input is an item of its own, written once,
+//! so the record, written on every change, stays small.
 //!
 //! Round trips: create 2 (conditional puts: input, record), read 1
 //! (consistent get), every change 2 (consistent get + put conditioned on the
@@ -20,24 +18,23 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::BoxFuture;
 use mcp_stateless::{
-    handles::HandleKey,
-    storage::StoreError,
+    storage::{ItemKey, StoreError},
     tasks::{
         record::{TaskInput, TaskRecord},
         store::{Replaced, TaskStore},
     },
 };
 
-use crate::dynamo_handles::{DynamoStore, LAST_OP, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, operation_id, s};
+use super::{DynamoStore, LAST_OP, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, operation_id, s};
 
 const RECORD: &str = "task";
 const INPUT: &str = "input";
 
-fn input_key(key: &HandleKey) -> String {
+fn input_key(key: &ItemKey) -> String {
     format!("{}#input", key.partition_key)
 }
 
-fn json_attribute<'a>(item: &'a crate::dynamo_handles::Item, name: &str) -> Result<&'a str, StoreError> {
+fn json_attribute<'a>(item: &'a super::Item, name: &str) -> Result<&'a str, StoreError> {
     match item.get(name) {
         Some(AttributeValue::S(json)) => Ok(json),
         _ => Err(StoreError::Corrupt(format!("task {name} missing"))),
@@ -64,7 +61,7 @@ fn status_name(record: &TaskRecord) -> String {
 impl DynamoStore {
     fn put_task(
         &self,
-        key: &HandleKey,
+        key: &ItemKey,
         record: &TaskRecord,
     ) -> Result<aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder, StoreError> {
         let op = operation_id();
@@ -87,7 +84,7 @@ impl DynamoStore {
 }
 
 impl TaskStore for DynamoStore {
-    fn create<'a>(&'a self, key: &'a HandleKey, record: &'a TaskRecord, input: &'a TaskInput) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn create<'a>(&'a self, key: &'a ItemKey, record: &'a TaskRecord, input: &'a TaskInput) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let json = serde_json::to_string(input).map_err(|e| StoreError::Corrupt(e.to_string()))?;
             let op = operation_id();
@@ -111,15 +108,15 @@ impl TaskStore for DynamoStore {
         })
     }
 
-    fn input<'a>(&'a self, key: &'a HandleKey) -> BoxFuture<'a, Result<Option<TaskInput>, StoreError>> {
+    fn input<'a>(&'a self, key: &'a ItemKey) -> BoxFuture<'a, Result<Option<TaskInput>, StoreError>> {
         Box::pin(async move {
-            let input_key = HandleKey { partition_key: input_key(key), owner: key.owner.clone(), kind: key.kind };
+            let input_key = ItemKey { partition_key: input_key(key), owner: key.owner.clone(), kind: key.kind };
             let Some(item) = self.owned_item(&input_key).await? else { return Ok(None) };
             serde_json::from_str(json_attribute(&item, INPUT)?).map(Some).map_err(|e| StoreError::Corrupt(e.to_string()))
         })
     }
 
-    fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+    fn get<'a>(&'a self, key: &'a ItemKey, now: u64) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
         Box::pin(async move {
             let Some(item) = self.owned_item(key).await? else {
                 return Ok(None);
@@ -137,7 +134,7 @@ impl TaskStore for DynamoStore {
 
     fn replace<'a>(
         &'a self,
-        key: &'a HandleKey,
+        key: &'a ItemKey,
         expected_version: u64,
         record: &'a TaskRecord,
     ) -> BoxFuture<'a, Result<Replaced, StoreError>> {

@@ -18,7 +18,7 @@ use mcp_stateless::{
     storage::StoreError,
 };
 
-use crate::dynamo_handles::{DynamoStore, LAST_OP, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, operation_id, s};
+use super::{DynamoStore, LAST_OP, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, operation_id, s};
 
 /// Not applied before under this call's id.
 const FIRST_TIME: &str = "(attribute_not_exists(#last_op) OR #last_op <> :op)";

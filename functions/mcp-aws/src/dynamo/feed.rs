@@ -15,7 +15,7 @@ use mcp_stateless::{
     subscriptions::feed::{ChangeFeed, ListDigests, ListKind, ListState, Lists},
 };
 
-use crate::dynamo_handles::{DynamoStore, PARTITION_KEY, condition_failed, n, number, s, unavailable};
+use super::{DynamoStore, PARTITION_KEY, condition_failed, n, number, s, unavailable};
 
 /// The feed item's key; the request function's IAM policy allows `feed#*`.
 pub const FEED_KEY: &str = "feed#lists";

@@ -1,22 +1,12 @@
-//! Handles and single-use `requestState` records in one DynamoDB table.
-//!
-//! Key schema: a string partition key `pk` and nothing else; `expires_at`
-//! (epoch seconds) is the table's TTL attribute. Items:
-//! - `handle#<prefix>#<sha256(owner, handle)>`: owner, kind, data (a map),
-//!   version, created_at, last_used_at, expires_at (sliding), deadline
-//!   (absolute; items written before it existed have none);
-//! - `jti#<state id>`: expires_at, for single-use states;
-//! - `quota#...`: per-owner creation counts (`dynamo_quota.rs`).
+//! Handles (`handle#...` items) and single-use `requestState` records
+//! (`jti#...`) in the table; their attributes are in the item map
+//! (`dynamo/mod.rs`).
 //!
 //! Round trips: create 1 (plus the quota's), get 1 (a consistent read),
 //! apply (append or touch) 1, update 2 (read + compare-and-set) per attempt,
 //! delete 1; one more, only when an expired item is found, to delete it.
 
-use std::collections::HashMap;
-
 use aws_sdk_dynamodb::{
-    Client,
-    error::{ProvideErrorMetadata, SdkError},
     operation::{
         delete_item::DeleteItemError,
         update_item::{UpdateItemError, builders::UpdateItemFluentBuilder},
@@ -25,42 +15,17 @@ use aws_sdk_dynamodb::{
 };
 use futures::future::BoxFuture;
 use mcp_stateless::{
-    handles::{Change, HandleKey, HandleRecord, HandleStore, Lookup},
-    metrics::{self, Counter},
-    random,
+    handles::{Change, HandleRecord, HandleStore, ItemKey, Lookup},
     sealed::redemption::{Redemption, RedemptionLedger},
-    storage::{StoreError, hex},
+    storage::StoreError,
 };
 use serde_json::Value;
 
-use crate::attribute_values::{from_attribute, from_map, to_attribute};
-
-/// The names the code writes; `template.yaml` must declare the same.
-pub const PARTITION_KEY: &str = "pk";
-pub const TTL_ATTRIBUTE: &str = "expires_at";
-
-pub(crate) type Item = HashMap<String, AttributeValue>;
-
-#[derive(Clone)]
-pub struct DynamoStore {
-    pub(crate) client: Client,
-    pub(crate) table: String,
-}
-
-pub(crate) fn n(value: u64) -> AttributeValue {
-    AttributeValue::N(value.to_string())
-}
-
-pub(crate) fn s(value: &str) -> AttributeValue {
-    AttributeValue::S(value.to_owned())
-}
-
-pub(crate) fn number(item: &Item, name: &str) -> Result<u64, StoreError> {
-    match item.get(name) {
-        Some(AttributeValue::N(v)) => v.parse().map_err(|_| StoreError::Corrupt(format!("{name} is not a number"))),
-        _ => Err(StoreError::Corrupt(format!("{name} is missing"))),
-    }
-}
+use super::{
+    DynamoStore, Item, LAST_OP, PARTITION_KEY, TTL_ATTRIBUTE,
+    attribute_values::{from_attribute, from_map, to_attribute},
+    condition_failed, n, number, operation_id, s, unavailable,
+};
 
 fn string(item: &Item, name: &str) -> Result<String, StoreError> {
     match item.get(name) {
@@ -87,46 +52,13 @@ fn record(item: &Item) -> Result<HandleRecord, StoreError> {
     })
 }
 
-/// Throttling, timeouts and outages after the SDK's own retries.
-pub(crate) fn unavailable<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(error: SdkError<E, R>) -> StoreError {
-    let detail = aws_sdk_dynamodb::error::DisplayErrorContext(&error).to_string();
-    tracing::error!(error = %detail, "DynamoDB call failed");
-    StoreError::Unavailable(error.code().unwrap_or("dispatch failure").to_owned())
-}
-
-/// The item a failed condition saw, if the failure was a condition check.
-pub(crate) fn condition_failed<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
-    error: SdkError<E, R>,
-    item_of: impl FnOnce(&E) -> Option<Item>,
-) -> Result<Option<Item>, StoreError> {
-    match &error {
-        SdkError::ServiceError(service) if service.err().code() == Some("ConditionalCheckFailedException") => {
-            metrics::count(Counter::ConditionalCheckFailures);
-            Ok(item_of(service.err()))
-        }
-        _ => Err(unavailable(error)),
-    }
-}
-
 const DEADLINE: &str = "deadline";
-/// A random id per write call, so the SDK's retry of a write that did land
-/// (its answer lost to a timeout or a reset) is recognised as done rather
-/// than applied twice (an append) or mistaken for a conflict (a replace).
-pub(crate) const LAST_OP: &str = "last_op";
-
-pub(crate) fn operation_id() -> String {
-    hex(&random::bytes::<12>())
-}
 const LIVE: &str = "attribute_exists(pk) AND #owner = :owner AND expires_at > :now AND (attribute_not_exists(deadline) OR deadline > :now)";
 
 impl DynamoStore {
-    pub fn new(client: Client, table: impl Into<String>) -> Self {
-        Self { client, table: table.into() }
-    }
-
     /// Why a write conditioned on [`LIVE`] failed, deleting the item if it
     /// turned out to be expired.
-    async fn explain(&self, key: &HandleKey, seen: Option<Item>, now: u64) -> Result<Lookup, StoreError> {
+    async fn explain(&self, key: &ItemKey, seen: Option<Item>, now: u64) -> Result<Lookup, StoreError> {
         let Some(item) = seen else { return Ok(Lookup::Missing) };
         if item.get("owner") != Some(&s(&key.owner)) {
             return Ok(Lookup::Missing);
@@ -140,7 +72,7 @@ impl DynamoStore {
 
     /// An update of the caller's live item that slides its expiry and
     /// returns the new item, or the old one when its condition fails.
-    fn live_update(&self, key: &HandleKey, now: u64, expires_at: u64) -> UpdateItemFluentBuilder {
+    fn live_update(&self, key: &ItemKey, now: u64, expires_at: u64) -> UpdateItemFluentBuilder {
         self.client
             .update_item()
             .table_name(&self.table)
@@ -156,7 +88,7 @@ impl DynamoStore {
     /// `op`: the id an append wrote as `last_op`, if it was an append.
     async fn finish_update(
         &self,
-        key: &HandleKey,
+        key: &ItemKey,
         update: UpdateItemFluentBuilder,
         now: u64,
         op: Option<&str>,
@@ -182,7 +114,7 @@ impl DynamoStore {
 
     /// The owner's item under `key`, read strongly consistent; somebody
     /// else's item reads as none.
-    pub(crate) async fn owned_item(&self, key: &HandleKey) -> Result<Option<Item>, StoreError> {
+    pub(crate) async fn owned_item(&self, key: &ItemKey) -> Result<Option<Item>, StoreError> {
         let output = self
             .client
             .get_item()
@@ -197,7 +129,7 @@ impl DynamoStore {
 
     /// DynamoDB deletes expired items lazily (up to days later): one seen
     /// expired is deleted now, unless it was renewed in between.
-    pub(crate) async fn delete_expired(&self, key: &HandleKey, now: u64) -> Result<(), StoreError> {
+    pub(crate) async fn delete_expired(&self, key: &ItemKey, now: u64) -> Result<(), StoreError> {
         let result = self
             .client
             .delete_item()
@@ -215,7 +147,7 @@ impl DynamoStore {
 }
 
 impl HandleStore for DynamoStore {
-    fn create<'a>(&'a self, key: &'a HandleKey, record: &'a HandleRecord) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn create<'a>(&'a self, key: &'a ItemKey, record: &'a HandleRecord) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             self.client
                 .put_item()
@@ -237,7 +169,7 @@ impl HandleStore for DynamoStore {
         })
     }
 
-    fn get<'a>(&'a self, key: &'a HandleKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+    fn get<'a>(&'a self, key: &'a ItemKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
             let Some(item) = self.owned_item(key).await? else {
                 return Ok(Lookup::Missing);
@@ -253,7 +185,7 @@ impl HandleStore for DynamoStore {
 
     fn replace<'a>(
         &'a self,
-        key: &'a HandleKey,
+        key: &'a ItemKey,
         expected_version: u64,
         data: &'a Value,
         now: u64,
@@ -281,7 +213,7 @@ impl HandleStore for DynamoStore {
         })
     }
 
-    fn apply<'a>(&'a self, key: &'a HandleKey, change: &'a Change, now: u64, expires_at: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+    fn apply<'a>(&'a self, key: &'a ItemKey, change: &'a Change, now: u64, expires_at: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
             let update = self.live_update(key, now, expires_at);
             let op = matches!(change, Change::Append { .. }).then(operation_id);
@@ -307,7 +239,7 @@ impl HandleStore for DynamoStore {
         })
     }
 
-    fn delete<'a>(&'a self, key: &'a HandleKey, expected_version: Option<u64>, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+    fn delete<'a>(&'a self, key: &'a ItemKey, expected_version: Option<u64>, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
             let delete = self
                 .client
