@@ -76,7 +76,7 @@ impl Stack {
 
 fn key(id: &str) -> ItemKey {
     let principal = Principal::Verified { issuer: mcp_stateless::edge::local::DEV_ISSUER.into(), subject: PRINCIPAL.into() };
-    TASK_IDS.key(principal.binding_id(), &id)
+    TASK_IDS.key(principal.binding_id(), id)
 }
 
 fn running(result: &serde_json::Value) -> bool {
