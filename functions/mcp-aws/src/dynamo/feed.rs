@@ -92,9 +92,7 @@ impl ChangeFeed for DynamoStore {
             // digest as it was (bumps, which change only versions, may
             // come between and do not stop the record).
             for (i, kind) in ListKind::ALL.into_iter().enumerate() {
-                update = update
-                    .expression_attribute_names(format!("#v{i}"), version(kind))
-                    .expression_attribute_names(format!("#d{i}"), digest(kind));
+                update = update.expression_attribute_names(format!("#d{i}"), digest(kind));
                 match seen.get(kind) {
                     ListState { digest, .. } if digest.is_empty() => conditions.push(format!("attribute_not_exists(#d{i})")),
                     ListState { digest, .. } => {
@@ -109,7 +107,10 @@ impl ChangeFeed for DynamoStore {
                 let i = ListKind::ALL.iter().position(|k| *k == kind).unwrap_or_default();
                 adds.push(format!("#v{i} :one"));
                 sets.push(format!("#d{i} = :d{i}, #at{i} = :now"));
+                // Names only for the lists this write changes: DynamoDB
+                // refuses a request that declares a name it does not use.
                 update = update
+                    .expression_attribute_names(format!("#v{i}"), version(kind))
                     .expression_attribute_names(format!("#at{i}"), changed_at(kind))
                     .expression_attribute_values(format!(":d{i}"), s(digests.get(kind)));
             }
