@@ -114,6 +114,19 @@ npm_ci_pinned() {
   fi
 }
 
+# wait_for URL [TRIES] [LOG]: until URL answers at all, polled twice a
+# second; if it never does, says so with the end of LOG (what the process
+# said) on the terminal, not only in the file, and fails.
+wait_for() {
+  for _ in $(seq 1 "${2:-600}"); do
+    curl -s -o /dev/null "$1" && return 0
+    sleep 0.5
+  done
+  echo "$(basename "$0" .sh): nothing answered at $1${3:+; the last lines of $3:}" >&2
+  [ -n "${3:-}" ] && tail -n 20 "$3" >&2
+  return 1
+}
+
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 # A process and everything it started (cargo lambda watch runs cargo, which

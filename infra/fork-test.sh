@@ -51,14 +51,10 @@ port="$(free_port)"
 MCP_LOCAL_ADDR="127.0.0.1:$port" "$CARGO_TARGET_DIR/debug/$name" >"$STATE_DIR/fork-server.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
-mcp() {
-  curl -fsS "http://127.0.0.1:$port/mcp" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-    -H 'MCP-Protocol-Version: 2026-07-28' -H "Mcp-Method: $1" \
-    -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$1\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}}}"
-}
-reported="$(mcp server/discover | "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"])')"
-tools_left="$(mcp tools/list | "$VENV/bin/python" -c 'import json,sys; print(len(json.load(sys.stdin)["result"]["tools"]))')"
+wait_for "http://127.0.0.1:$port/" 100 "$STATE_DIR/fork-server.log"
+mcp() { "$VENV/bin/python" "$ROOT/infra/mcp_client.py" "http://127.0.0.1:$port/mcp" "$@"; }
+reported="$(mcp server/discover '' 'result._meta.io\.modelcontextprotocol/serverInfo.name')"
+tools_left="$(mcp tools/list '' result.tools | "$VENV/bin/python" -c 'import json,sys; print(len(json.load(sys.stdin)))')"
 [ "$reported" = "$name" ] || { echo "fork: the server reports itself as '$reported', not '$name'" >&2; exit 1; }
 [ "$tools_left" = 0 ] || { echo "fork: $tools_left tools left after deleting the examples" >&2; exit 1; }
 passed="$(awk '/^test result:/ {n += $4} END {print n + 0}' "$STATE_DIR/fork-test.log")"
@@ -84,19 +80,14 @@ grep -q "test tools::greetings::tests::greets_by_name ... ok" "$STATE_DIR/fork-r
   || { echo "fork: the README's test did not run" >&2; exit 1; }
 MCP_LOCAL_ADDR="127.0.0.1:$port" "$CARGO_TARGET_DIR/debug/$name" >"$STATE_DIR/fork-readme-server.log" 2>&1 &
 server=$!
-for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+wait_for "http://127.0.0.1:$port/" 100 "$STATE_DIR/fork-readme-server.log"
 "$VENV/bin/python" - "$port" <<'PY'
-import json, sys, urllib.request
+import json, sys
 sys.path.insert(0, "infra")
-from mcp_client import body, headers
-
-def call(tool, arguments):
-    request = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/mcp", data=body(tool, arguments), headers=headers(tool))
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.load(response)
+from mcp_client import call
 
 for tool, arguments, expected in [("greet", {"name": "fork"}, "Hello, fork!"), ("countdown", {"from": 1}, "Lift-off!")]:
-    reply = call(tool, arguments)
+    reply = call(f"http://127.0.0.1:{sys.argv[1]}/mcp", "tools/call", {"name": tool, "arguments": arguments}, name=tool)
     text = reply.get("result", {}).get("content", [{}])[0].get("text")
     if text != expected:
         sys.exit(f"fork: the README's {tool} answered {json.dumps(reply)[:300]}, not {expected!r}")

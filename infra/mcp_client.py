@@ -100,3 +100,49 @@ def final_message(content_type, raw):
         if isinstance(message, dict) and ("result" in message or "error" in message):
             return message
     raise ValueError("no response in the answer")
+
+
+def call(url, method, params=None, name=None, extra_headers=None, timeout=60):
+    """One request to `url`; the response message (`result` or `error`).
+    `Mcp-Name` is `name`, else the tool or prompt name or resource URI in `params`."""
+    import urllib.error
+    import urllib.request
+
+    params = params or {}
+    name = name if name is not None else params.get("name", params.get("uri"))
+    request_ = urllib.request.Request(url, data=request_body(method, params), method="POST",
+                                      headers=dict(request_headers(method, name), **(extra_headers or {})))
+    try:
+        with urllib.request.urlopen(request_, timeout=timeout) as response:
+            return final_message(response.headers.get("Content-Type"), response.read())
+    except urllib.error.HTTPError as error:
+        # Refusals (4xx) still carry a JSON-RPC error body.
+        return final_message(error.headers.get("Content-Type"), error.read())
+
+
+def field(message, path):
+    """The value at `path` of a message: keys and list indexes, separated by
+    dots; a dot inside a key is written `\\.` (`result._meta.io\\.modelcontextprotocol/serverInfo`)."""
+    import re
+
+    value = message
+    for key in (part.replace("\\.", ".") for part in re.split(r"(?<!\\)\.", path)) if path else []:
+        value = value[int(key)] if isinstance(value, list) else value[key]
+    return value
+
+
+def main(argv):
+    """`python3 infra/mcp_client.py URL METHOD [PARAMS_JSON] [FIELD]`: prints
+    the response, or one field of it (strings bare), for shell scripts."""
+    if len(argv) < 3:
+        raise SystemExit("usage: mcp_client.py URL METHOD [PARAMS_JSON] [FIELD]")
+    url, method = argv[1], argv[2]
+    params = json.loads(argv[3]) if len(argv) > 3 and argv[3] else {}
+    value = field(call(url, method, params), argv[4] if len(argv) > 4 else "")
+    print(value if isinstance(value, str) else json.dumps(value))
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv)

@@ -20,18 +20,6 @@ trap stop_started EXIT
 
 smoke() { "$VENV/bin/python" "$ROOT/infra/smoke.py" "$@"; }
 
-# wait_for URL TRIES LOG: until URL answers; if it never does, the end of
-# LOG (what the process said) on the terminal, not only in the file.
-wait_for() {
-  for _ in $(seq 1 "${2:-600}"); do
-    curl -s -o /dev/null "$1" && return 0
-    sleep 0.5
-  done
-  echo "smoke: nothing answered at $1; the last lines of $3:" >&2
-  tail -n 20 "$3" >&2 || true
-  return 1
-}
-
 local_runs() {
   local issuer="https://issuer.example.com/" port watch_port
   # The Lambda run needs the emulator's table, key and queue: started (and

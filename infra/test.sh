@@ -9,8 +9,8 @@
 # function as the local server and under cargo lambda watch, runs the
 # README's curl examples and the MCP Inspector (its CLI, and its web UI in
 # headless Chromium) against the local server, and runs the official MCP
-# conformance suite (core and tasks scenarios) against the everything function, first with zero set-up, then
-# on the emulator with a separate task worker process; last, `cargo test
+# conformance suite (core and tasks scenarios) against the everything function
+# in three set-ups (infra/conformance-setups.sh); last, `cargo test
 # --workspace` again with nothing set up, as a new user types it. Stops what
 # it started.
 source "$(dirname "$0")/common.sh"
@@ -24,13 +24,7 @@ started_emulator=0
 if ! pid_alive "$STATE_DIR/moto.pid"; then started_emulator=1; fi
 bash infra/start-emulators.sh
 cleanup() {
-  [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null || true
   [ -n "${client_server:-}" ] && kill "$client_server" 2>/dev/null || true
-  [ -n "${worker_pid:-}" ] && kill "$worker_pid" 2>/dev/null || true
-  for name in everything-other split-proxy; do
-    [ -f "$STATE_DIR/$name.pid" ] && kill "$(cat "$STATE_DIR/$name.pid")" 2>/dev/null || true
-    rm -f "$STATE_DIR/$name.pid"
-  done
   if [ "$started_emulator" = 1 ]; then bash infra/stop.sh; fi
 }
 trap cleanup EXIT
@@ -88,7 +82,7 @@ if has_tools plan_reminder build_report || has_tools slugify plan_reminder publi
   client_port="$(free_port)"
   MCP_LOCAL_ADDR="127.0.0.1:$client_port" "$TARGET/debug/$FUNCTION" >"$STATE_DIR/clients-server.log" 2>&1 &
   client_server=$!
-  for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$client_port/" && break; sleep 0.1; done
+  wait_for "http://127.0.0.1:$client_port/" 100 "$STATE_DIR/clients-server.log"
   clients_failed() {
     kill "$client_server" 2>/dev/null || true
     echo "$1 (server log: $STATE_DIR/clients-server.log)" >&2
@@ -113,73 +107,9 @@ else
   say "README client examples skipped: the starter's example tools are gone"
 fi
 
-say "conformance: the official MCP suite against the everything function"
-cargo build --locked -p everything
-conformance_passed=0
-# conformance NAME MODE PORT: runs the suite (infra/conformance.sh) in MODE
-# against the server on PORT; any failing check fails the run, and so
-# does any skipped one, but the tasks scenario the suite always skips
-# (tasks-status-notifications).
-conformance() {
-  local name="$1" mode="$2" port="$3"
-  local max_skipped=0
-  [ "$mode" = tasks ] && max_skipped=1
-  if ! CONFORMANCE_MAX_SKIPPED="$max_skipped" bash infra/conformance.sh "http://127.0.0.1:$port/mcp" "$mode" "$STATE_DIR/conformance-$name" \
-    | tee "$STATE_DIR/conformance-$name.txt"; then
-    echo "conformance ($name) failed: $(tail -n 1 "$STATE_DIR/conformance-$name.txt")" >&2
-    exit 1
-  fi
-  local last
-  last="$(tail -n 1 "$STATE_DIR/conformance-$name.txt")"
-  say "conformance ($name) clean: ${last#conformance: }"
-  conformance_passed=$((conformance_passed + $(echo "$last" | grep -Eo '[0-9]+ passed' | cut -d' ' -f1)))
-}
-port="${CONFORMANCE_PORT:-3939}"
-
-# Zero set-up: memory, an in-process key and an in-process task worker;
-# listen streams on the in-memory feed.
-MCP_LOCAL_ADDR="127.0.0.1:$port" "$TARGET/debug/everything" >"$STATE_DIR/everything.log" 2>&1 &
-server_pid=$!
-conformance core core "$port"
-conformance tasks-in-process tasks "$port"
-kill "$server_pid" 2>/dev/null || true
-wait "$server_pid" 2>/dev/null || true
-
-# The Lambda shape: KMS, DynamoDB and SQS in the emulator, the task worker
-# in a process of its own polling the queue.
-(
-  # shellcheck disable=SC1091
-  source "$STATE_DIR/local.env"
-  "$TARGET/debug/everything-worker" >"$STATE_DIR/everything-worker.log" 2>&1 &
-  echo $! > "$STATE_DIR/everything-worker.pid"
-  MCP_LOCAL_ADDR="127.0.0.1:$port" "$TARGET/debug/everything" >"$STATE_DIR/everything-aws.log" 2>&1 &
-  echo $! > "$STATE_DIR/everything-aws.pid"
-)
-server_pid="$(cat "$STATE_DIR/everything-aws.pid")"
-worker_pid="$(cat "$STATE_DIR/everything-worker.pid")"
-conformance core-emulated core "$port"
-conformance tasks-emulated tasks "$port"
-grep -q "task run started" "$STATE_DIR/everything-worker.log" || { echo "the separate worker ran no task" >&2; exit 1; }
-
-# Two instances sharing only the emulator's table: every listen stream is
-# held by the first process, every other request (the suite's trigger
-# calls among them) served by the second, so each list change reaches the
-# stream through the table's change feed.
-other_port=$((port + 1))
-proxy_port=$((port + 2))
-(
-  # shellcheck disable=SC1091
-  source "$STATE_DIR/local.env"
-  MCP_LOCAL_ADDR="127.0.0.1:$other_port" "$TARGET/debug/everything" >"$STATE_DIR/everything-other.log" 2>&1 &
-  echo $! > "$STATE_DIR/everything-other.pid"
-)
-"$VENV/bin/python" infra/split_proxy.py "$proxy_port" "http://127.0.0.1:$port/mcp" "http://127.0.0.1:$other_port/mcp" \
-  2>"$STATE_DIR/split-proxy.log" &
-echo $! > "$STATE_DIR/split-proxy.pid"
-conformance core-two-instances core "$proxy_port"
-grep -q 'subscriptions/listen .* -> '"$port" "$STATE_DIR/split-proxy.log" \
-  && grep -q 'test_trigger_tool_change -> '"$other_port" "$STATE_DIR/split-proxy.log" \
-  || { echo "the listen streams and the trigger calls did not go to different instances (see $STATE_DIR/split-proxy.log)" >&2; exit 1; }
+say "conformance: the official MCP suite against the everything function, in three set-ups (infra/conformance-setups.sh)"
+bash infra/conformance-setups.sh
+conformance_passed="$(cat "$STATE_DIR/conformance-passed.txt")"
 
 say "cargo test --workspace as a new user types it: no emulator running, no AWS or MCP variables"
 # The same tests must pass: those that need the emulator start it

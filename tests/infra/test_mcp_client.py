@@ -44,3 +44,40 @@ def test_the_final_message_of_a_whole_answer():
         pass
     else:
         raise AssertionError("an answer without a response")
+
+
+def test_call_sends_the_envelope_and_reads_a_streamed_or_refused_answer():
+    import http.server
+    import threading
+
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append((dict(self.headers), body))
+            if body["method"] == "tools/call":
+                payload, status, kind = b'data: {"jsonrpc": "2.0", "id": 1, "result": {"x": [5]}}\n\n', 200, "text/event-stream"
+            else:
+                payload, status, kind = b'{"jsonrpc": "2.0", "id": 1, "error": {"code": -32601}}', 404, "application/json"
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/mcp"
+    try:
+        answer = mcp_client.call(url, "tools/call", {"name": "echo", "arguments": {}})
+        assert mcp_client.field(answer, "result.x.0") == 5
+        assert mcp_client.call(url, "initialize")["error"]["code"] == -32601
+    finally:
+        server.shutdown()
+    headers, body = seen[0]
+    assert headers["Mcp-Name"] == "echo" and headers["Mcp-Method"] == "tools/call"
+    assert body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
