@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The gate the test command runs before its tests: every crate formatted as
-# rustfmt.toml says, and clippy finding nothing in any crate or target (its
-# default lints and [workspace.lints] in Cargo.toml, all as errors).
+# rustfmt.toml says, clippy finding nothing in any crate or target (its
+# default lints and [workspace.lints] in Cargo.toml, all as errors), and
+# rustdoc finding nothing either (intra-doc links that are broken or point
+# at private items, and its other lints, as errors too).
 #
 #   bash infra/lint.sh      # cargo fmt --all fixes what the first check finds
 source "$(dirname "$0")/common.sh"
@@ -23,4 +25,7 @@ cargo fmt --all --check >"$STATE_DIR/fmt.diff" 2>&1 ||
 say "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings ||
   { echo "lint: clippy found the problems above" >&2; exit 1; }
+say "RUSTDOCFLAGS='-D warnings' cargo doc --workspace --no-deps"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked ||
+  { echo "lint: rustdoc found the problems above" >&2; exit 1; }
 say "clean"

@@ -2,7 +2,9 @@
 //! the request handler (`edge`), the `requestState` opener (`token`) and
 //! handle parsing and lookup (`handle`).
 //!
-//!   fuzz <edge|token|handle|all> [inputs per target] [seed]
+//! ```text
+//! fuzz <edge|token|handle|all> [inputs per target] [seed]
+//! ```
 //!
 //! Inputs are deterministic per seed, so a failure prints the seed and the
 //! input number to replay it. Panics are caught and counted as failures, as

@@ -6,7 +6,9 @@
 //! must equal the appends that were answered as done (a lost update shows
 //! as fewer lines).
 //!
-//!   load <host:port> [seconds] [callers] [server pid]
+//! ```text
+//! load <host:port> [seconds] [callers] [server pid]
+//! ```
 //!
 //! Prints requests, HTTP statuses, JSON-RPC errors, p50/p99/max latency,
 //! lost updates, and the server's RSS at start and end (with its pid).

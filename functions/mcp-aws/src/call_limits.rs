@@ -17,19 +17,26 @@ use std::time::Duration;
 use aws_config::{retry::RetryConfig, timeout::TimeoutConfig};
 use mcp_stateless::settings::Variables;
 
+/// The bounds and retries of every AWS call the adapters make:
+/// [`CallLimits::LAMBDA`], as far as the environment leaves it
+/// ([`from_env`](Self::from_env)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallLimits {
-    /// TCP and TLS set-up; in-region endpoints take milliseconds.
+    /// TCP and TLS set-up; in-region endpoints take milliseconds. Never
+    /// longer than `attempt`.
     pub connect: Duration,
-    /// One attempt, from send to the last byte of the response.
+    /// `MCP_AWS_ATTEMPT_TIMEOUT_MS`: one attempt, from send to the last
+    /// byte of the response.
     pub attempt: Duration,
-    /// The whole call, retries and backoff included.
+    /// `MCP_AWS_OPERATION_TIMEOUT_MS`: the whole call, retries and backoff
+    /// included.
     pub operation: Duration,
     /// Attempts per call, the first included (throttling and 5xx are
     /// retried by the SDK's standard policy, with jittered backoff).
     pub max_attempts: u32,
     /// First backoff, doubled per retry up to `max_backoff`.
     pub initial_backoff: Duration,
+    /// The longest wait between two attempts.
     pub max_backoff: Duration,
 }
 
@@ -70,7 +77,7 @@ impl CallLimits {
         Ok(limits)
     }
 
-    pub fn timeout_config(&self) -> TimeoutConfig {
+    pub(crate) fn timeout_config(&self) -> TimeoutConfig {
         TimeoutConfig::builder()
             .connect_timeout(self.connect)
             .operation_attempt_timeout(self.attempt)
@@ -78,7 +85,7 @@ impl CallLimits {
             .build()
     }
 
-    pub fn retry_config(&self) -> RetryConfig {
+    pub(crate) fn retry_config(&self) -> RetryConfig {
         RetryConfig::standard()
             .with_max_attempts(self.max_attempts)
             .with_initial_backoff(self.initial_backoff)

@@ -34,17 +34,28 @@ use zeroize::Zeroize;
 /// The encryption context key the IAM policy conditions on
 /// (`kms:EncryptionContext:purpose`).
 pub const CONTEXT_PURPOSE_KEY: &str = "purpose";
+/// The purpose every data key is bound to, under [`CONTEXT_PURPOSE_KEY`].
 pub const CONTEXT_PURPOSE: &str = "mcp-request-state";
+/// The encryption context key naming the deployment (`MCP_AUDIENCE`),
+/// which the IAM policy conditions on too: a key of one deployment does
+/// not unwrap in another.
 pub const CONTEXT_AUDIENCE_KEY: &str = "audience";
 
+/// How long a data key seals, and what an instance keeps of the keys it
+/// opened or was refused.
 #[derive(Debug, Clone)]
 pub struct KeyWindow {
+    /// A data key seals for at most this long before a new one is
+    /// generated.
     pub max_age: Duration,
+    /// Nor for more seals than this.
     pub max_seals: u64,
     /// Unwrapped keys kept for opening tokens sealed elsewhere, and data keys
     /// KMS refused (so a forged token replayed costs one Decrypt, not one
     /// per replay).
     pub cache_entries: usize,
+    /// How long an unwrapped key is kept: longer than a state lives plus a
+    /// sealing window, so an instance unwraps each key about once.
     pub cache_max_age: Duration,
     /// How long a refusal is remembered: short, since a key can be
     /// re-enabled or a policy fixed.
@@ -92,10 +103,15 @@ struct CurrentKey {
 /// Counters for the bench and for logs: how often KMS was called.
 #[derive(Debug, Default)]
 pub struct KmsCallCounts {
+    /// `GenerateDataKey` calls made.
     pub generate_data_key: AtomicU64,
+    /// `Decrypt` calls made.
     pub decrypt: AtomicU64,
 }
 
+/// The KMS [`DataKeySource`]: data keys generated under one KMS key, bound
+/// by encryption context to the deployment, and reused as the
+/// [`KeyWindow`] allows.
 pub struct KmsDataKeys {
     client: Client,
     key_id: String,
@@ -109,10 +125,14 @@ pub struct KmsDataKeys {
     /// Unwrapped keys, and apart from them the keys KMS refused.
     opened: Mutex<RecentKeys<Arc<LessSafeKey>>>,
     refused: Mutex<RecentKeys<()>>,
+    /// The KMS calls this source made; clone the `Arc` to read them later.
     pub calls: Arc<KmsCallCounts>,
 }
 
 impl KmsDataKeys {
+    /// Data keys under the KMS key `key_id` (`MCP_STATE_KEY_ID`: an id, ARN
+    /// or alias) for `audience`, paced by `window`. No call is made before
+    /// the first seal or open.
     pub fn new(client: Client, key_id: impl Into<String>, audience: impl Into<String>, window: KeyWindow) -> Self {
         let opened = Mutex::new(RecentKeys::new(window.cache_entries, window.cache_max_age));
         let refused = Mutex::new(RecentKeys::new(window.refusal_entries, window.refusal_max_age));

@@ -9,6 +9,8 @@
 //! Clients are built once per cold start and make no network call until a
 //! request needs one.
 
+#![warn(missing_docs)]
+
 pub mod call_limits;
 pub mod dynamo;
 pub mod kms_keys;
@@ -46,6 +48,8 @@ pub async fn sdk_config() -> Result<aws_config::SdkConfig, String> {
     Ok(sdk_config_with(&CallLimits::from_env()?).await)
 }
 
+/// The SDK configuration from the environment, with every call bounded
+/// by `limits`.
 pub async fn sdk_config_with(limits: &CallLimits) -> aws_config::SdkConfig {
     sdk_loader(limits).load().await
 }
@@ -97,7 +101,7 @@ pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>,
         handles: Handles::new(store, clock.clone()).with_quota(quota.clone()),
         tasks: tasks.with_quota(quota.clone()),
         // Served where answers stream; the start applies the settings
-        // (`Dependencies::configured`).
+        // (`Settings::configure`).
         subscriptions: Subscriptions::new(feed, quota, clock, ListenPolicy::new(true)),
     }
 }

@@ -4,30 +4,51 @@
 
 use mcp_stateless::{Mode, settings::Variables};
 
+/// The variable naming the KMS key `requestState` data keys come from.
 pub const STATE_KEY_ID: &str = "MCP_STATE_KEY_ID";
+/// The variable naming the DynamoDB table behind every store.
 pub const TABLE_NAME: &str = "MCP_TABLE_NAME";
+/// The variable naming this deployment, which sealed state and data keys
+/// are bound to.
 pub const AUDIENCE: &str = "MCP_AUDIENCE";
+/// The variable naming the SQS queue task messages go through.
 pub const TASK_QUEUE_URL: &str = "MCP_TASK_QUEUE_URL";
+/// The variable naming the task queue's dead-letter queue by URL (the
+/// local worker polls it).
 pub const TASK_DEAD_LETTER_QUEUE_URL: &str = "MCP_TASK_DEAD_LETTER_QUEUE_URL";
+/// The variable naming the same dead-letter queue by ARN (the worker
+/// Lambda tells its records by it).
 pub const TASK_DEAD_LETTER_QUEUE_ARN: &str = "MCP_TASK_DEAD_LETTER_QUEUE_ARN";
 
+/// What backs the ports: each resource these variables name, or, unset,
+/// memory or this process, which only the local server may use
+/// ([`check`](Self::check)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AwsSettings {
-    /// KMS key id, ARN or alias. Unset: an in-process key (local only).
+    /// `MCP_STATE_KEY_ID`: KMS key id, ARN or alias. Unset: an in-process
+    /// key (local only).
     pub state_key_id: Option<String>,
-    /// DynamoDB table for handles and single-use records. Unset: memory (local only).
+    /// `MCP_TABLE_NAME`: the DynamoDB table for handles, single-use
+    /// records, quota counts, tasks and the change feed. Unset: memory
+    /// (local only).
     pub table_name: Option<String>,
-    /// This deployment (stack and stage). Unset: `local` (local only).
+    /// `MCP_AUDIENCE`: this deployment (stack and stage). Unset: `local`
+    /// (local only).
     pub audience: Option<String>,
-    /// SQS queue feeding the task worker. Unset: a worker in this process (local only).
+    /// `MCP_TASK_QUEUE_URL`: the SQS queue feeding the task worker. Unset:
+    /// a worker in this process (local only).
     pub task_queue_url: Option<String>,
-    /// Its dead-letter queue: the local worker polls it by URL; the worker
-    /// Lambda recognises its records by ARN.
+    /// `MCP_TASK_DEAD_LETTER_QUEUE_URL`: the task queue's dead-letter
+    /// queue, which the local worker polls.
     pub dead_letter_queue_url: Option<String>,
+    /// `MCP_TASK_DEAD_LETTER_QUEUE_ARN`: the same queue, by which the
+    /// worker Lambda tells its records from the task queue's.
     pub dead_letter_queue_arn: Option<String>,
 }
 
 impl AwsSettings {
+    /// The variables as set, blank counting as unset. Never fails:
+    /// [`check`](Self::check) says what a Lambda lacks.
     pub fn from_env() -> Self {
         let variables = Variables::new(|name| std::env::var(name).ok());
         let var = |name| variables.text(name);
@@ -60,6 +81,7 @@ impl AwsSettings {
         if missing.is_empty() { Ok(()) } else { Err(format!("{} must be set in Lambda (see template.yaml)", missing.join(", "))) }
     }
 
+    /// The deployment's audience: `MCP_AUDIENCE`, or `local` when unset.
     pub fn audience(&self) -> &str {
         self.audience.as_deref().unwrap_or("local")
     }

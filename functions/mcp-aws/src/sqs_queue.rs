@@ -14,12 +14,15 @@ use mcp_stateless::{
     tasks::queue::{TaskMessage, TaskQueue},
 };
 
+/// The SQS [`TaskQueue`]: one message per runnable task, grouped by owner
+/// (see the module's header).
 pub struct SqsTaskQueue {
     client: Client,
     queue_url: String,
 }
 
 impl SqsTaskQueue {
+    /// Sends to the queue at `queue_url` through `client`.
     pub fn new(client: Client, queue_url: impl Into<String>) -> Self {
         Self { client, queue_url: queue_url.into() }
     }

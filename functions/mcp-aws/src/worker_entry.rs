@@ -12,22 +12,33 @@ use aws_sdk_sqs::{Client, types::MessageSystemAttributeName};
 use mcp_stateless::tasks::{Disposition, TaskWorker, queue::TaskMessage, timings::retry_delay};
 use serde::{Deserialize, Serialize};
 
+/// An SQS event as Lambda's event source mapping delivers it, read only as
+/// far as the worker needs.
 #[derive(Debug, Default, Deserialize)]
 pub struct SqsEvent {
+    /// The messages delivered in this invocation.
     #[serde(rename = "Records", default)]
     pub records: Vec<SqsRecord>,
 }
 
+/// One delivered message.
 #[derive(Debug, Deserialize)]
 pub struct SqsRecord {
+    /// SQS's id for the message, which a [`BatchItemFailure`] names.
     #[serde(rename = "messageId")]
     pub message_id: String,
+    /// What a change of the message's visibility (its retry delay) names.
     #[serde(rename = "receiptHandle", default)]
     pub receipt_handle: String,
+    /// The [`TaskMessage`], as JSON.
     #[serde(default)]
     pub body: String,
+    /// The system attributes; `ApproximateReceiveCount` paces the retries
+    /// and is reported when a task is failed from the dead-letter queue.
     #[serde(default)]
     pub attributes: HashMap<String, String>,
+    /// The queue it came from: the dead-letter queue's ARN marks a message
+    /// SQS gave up on.
     #[serde(rename = "eventSourceARN", default)]
     pub event_source_arn: String,
 }
@@ -36,12 +47,15 @@ pub struct SqsRecord {
 /// should deliver again; the others are deleted.
 #[derive(Debug, Default, Serialize, PartialEq, Eq)]
 pub struct SqsBatchResponse {
+    /// The messages to deliver again.
     #[serde(rename = "batchItemFailures")]
     pub batch_item_failures: Vec<BatchItemFailure>,
 }
 
+/// One message SQS should deliver again.
 #[derive(Debug, Serialize, PartialEq, Eq)]
 pub struct BatchItemFailure {
+    /// Its [`SqsRecord::message_id`].
     #[serde(rename = "itemIdentifier")]
     pub item_identifier: String,
 }
@@ -84,7 +98,9 @@ fn receives(attributes: &HashMap<String, String>) -> u32 {
 /// the queue's visibility timeout (six worker timeouts).
 #[derive(Clone)]
 pub struct Retries {
+    /// The SQS client the delay is set through.
     pub client: Client,
+    /// The task queue the retried messages came from.
     pub queue_url: String,
 }
 
@@ -129,7 +145,8 @@ pub async fn handle_sqs_event(
     response
 }
 
-pub async fn serve_lambda(worker: TaskWorker, dead_letter_arn: Option<String>, retries: Retries) -> Result<(), lambda_http::Error> {
+/// Serves the worker Lambda's SQS events until the runtime stops.
+pub(crate) async fn serve_lambda(worker: TaskWorker, dead_letter_arn: Option<String>, retries: Retries) -> Result<(), lambda_http::Error> {
     let dead_letter_arn = dead_letter_arn.as_deref();
     let retries = &retries;
     lambda_http::lambda_runtime::run(lambda_http::service_fn(|event: lambda_http::LambdaEvent<SqsEvent>| {

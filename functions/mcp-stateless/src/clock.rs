@@ -9,6 +9,8 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
+/// Where the machinery reads the time (expiry of sealed state, handles,
+/// tasks and key sets), so tests can substitute a [`ManualClock`].
 pub trait Clock: Send + Sync {
     /// Seconds since the Unix epoch.
     fn now(&self) -> u64;
@@ -19,6 +21,7 @@ pub trait Clock: Send + Sync {
     }
 }
 
+/// The system's wall clock; a clock set before 1970 reads as zero.
 pub struct SystemClock;
 
 impl Clock for SystemClock {
@@ -36,10 +39,12 @@ impl Clock for SystemClock {
 pub struct ManualClock(Arc<AtomicU64>);
 
 impl ManualClock {
+    /// A clock standing at `seconds` since the Unix epoch.
     pub fn at(seconds: u64) -> Self {
         Self(Arc::new(AtomicU64::new(seconds)))
     }
 
+    /// Moves this clock, and every clone of it, `seconds` ahead.
     pub fn advance(&self, seconds: u64) {
         self.0.fetch_add(seconds, Ordering::SeqCst);
     }

@@ -8,7 +8,10 @@ use std::env;
 /// Whether the process serves Lambda events or a local HTTP port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// Lambda events, through the Lambda Runtime API
+    /// (`AWS_LAMBDA_RUNTIME_API` is set).
     Lambda,
+    /// The local HTTP server (`cargo run`).
     Local,
 }
 
@@ -18,7 +21,10 @@ pub enum Mode {
 /// (`MCP_TRANSPORT`), read once at start (`settings.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
+    /// Each answer leaves whole, once the handler has finished.
     Buffered,
+    /// Answers leave as they are written: progress and log messages on
+    /// the way, and `subscriptions/listen` streams held open.
     Streaming,
 }
 

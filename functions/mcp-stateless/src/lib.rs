@@ -31,6 +31,8 @@
 //! Each state concern is a port (a small trait) with an in-memory
 //! implementation here; the KMS and DynamoDB adapters live in `mcp-aws`.
 
+#![warn(missing_docs)]
+
 pub mod clock;
 pub mod deployment;
 pub mod edge;
@@ -63,14 +65,27 @@ pub use sealed::mrtr::{RequestStates, StateScope};
 pub use server::{Registry, RegistryBuilder, dependencies::Dependencies};
 pub use settings::Settings;
 
+/// Why a function did not start, or stopped serving: what its `main`
+/// returns.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// A setting is missing or malformed, or asks for what this start
+    /// refuses (in-process state in Lambda, a local server beyond
+    /// loopback); the message says which.
     #[error("configuration: {0}")]
     Config(String),
+    /// The local server could not bind its address.
     #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: String, source: std::io::Error },
+    Listen {
+        /// The address asked for ([`Settings::local_addr`]).
+        addr: String,
+        /// Why the bind failed.
+        source: std::io::Error,
+    },
+    /// The local server failed after binding its address.
     #[error("local server failed: {0}")]
     Serve(#[from] std::io::Error),
+    /// The Lambda runtime failed (in the request or the worker function).
     #[error("Lambda runtime failed: {0}")]
     Lambda(lambda_http::Error),
 }

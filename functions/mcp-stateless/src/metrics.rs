@@ -29,6 +29,8 @@ pub enum Counter {
 }
 
 impl Counter {
+    /// Every counter, in the order the log line and the metric record
+    /// name them.
     pub const ALL: [Counter; 4] = [Counter::KmsCalls, Counter::DataKeyCacheHits, Counter::ConditionalCheckFailures, Counter::StoreRetries];
 
     /// The metric's name in CloudWatch.
@@ -47,6 +49,7 @@ impl Counter {
 pub struct Counts([AtomicU32; 4]);
 
 impl Counts {
+    /// How often `counter` was counted in the request so far.
     pub fn get(&self, counter: Counter) -> u32 {
         self.0[counter as usize].load(Ordering::Relaxed)
     }

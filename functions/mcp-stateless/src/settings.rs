@@ -29,6 +29,8 @@ use crate::{
 /// What the machinery was configured with.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// Where the process runs: Lambda when `AWS_LAMBDA_RUNTIME_API` is set,
+    /// the local server otherwise.
     pub mode: Mode,
     /// `MCP_TRANSPORT` (`buffered` or `streaming`; unset: buffered in
     /// Lambda, the template's default API, streaming locally) as
@@ -190,6 +192,7 @@ impl<F: Fn(&str) -> Option<String>> Variables<F> {
         Self(lookup)
     }
 
+    /// The value of `name`, trimmed; `None` when unset or blank.
     pub fn text(&self, name: &str) -> Option<String> {
         (self.0)(name).map(|value| value.trim().to_owned()).filter(|value| !value.is_empty())
     }
@@ -211,6 +214,7 @@ impl<F: Fn(&str) -> Option<String>> Variables<F> {
         Ok(self.number::<u64>(name, accepts)?.map(|n| n.min(u64::from(u32::MAX)) as u32))
     }
 
+    /// A whole number of seconds.
     pub fn seconds(&self, name: &str) -> Result<Option<Duration>, String> {
         Ok(self.number(name, "a number of seconds")?.map(Duration::from_secs))
     }

@@ -81,7 +81,7 @@ pub enum StoreError {
 }
 
 /// The in-memory stores' map, behind one lock.
-pub struct LockedMap<T>(std::sync::Mutex<std::collections::HashMap<String, T>>);
+pub(crate) struct LockedMap<T>(std::sync::Mutex<std::collections::HashMap<String, T>>);
 
 impl<T> Default for LockedMap<T> {
     fn default() -> Self {
@@ -100,12 +100,14 @@ impl<T> LockedMap<T> {
 /// exponential backoff with random jitter (so writers that collided do not
 /// collide again in step), no sleep after the last attempt, and every
 /// retry counted in the request's metrics.
-pub struct Backoff {
+pub(crate) struct Backoff {
     attempts_left: u32,
     delay: Duration,
 }
 
 impl Backoff {
+    /// At most `max_attempts` attempts, the first wait `first_delay` (plus
+    /// jitter).
     pub fn new(max_attempts: u32, first_delay: Duration) -> Self {
         Self { attempts_left: max_attempts.saturating_sub(1), delay: first_delay }
     }

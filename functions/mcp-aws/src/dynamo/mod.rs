@@ -22,7 +22,7 @@
 //! `last_op` is a random id per write call: the SDK's retry of a write
 //! whose answer was lost finds its own id and is not applied twice.
 
-pub mod attribute_values;
+pub(crate) mod attribute_values;
 pub mod feed;
 pub mod handles;
 pub mod quota;
@@ -43,6 +43,8 @@ use mcp_stateless::{
 
 /// The names the code writes; `template.yaml` must declare the same.
 pub const PARTITION_KEY: &str = "pk";
+/// The table's TTL attribute (epoch seconds): `template.yaml` must name the
+/// same, and reads still check expiry, since DynamoDB deletes late.
 pub const TTL_ATTRIBUTE: &str = "expires_at";
 
 pub(crate) type Item = HashMap<String, AttributeValue>;
@@ -100,6 +102,7 @@ pub(crate) fn operation_id() -> String {
 }
 
 impl DynamoStore {
+    /// The adapters on `table`, through `client`.
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self { client, table: table.into() }
     }

@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, header};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::{
     edge::{
@@ -18,7 +18,7 @@ use crate::{
         self, SUPPORTED_VERSIONS,
         context::{CallContext, EntryFacts},
     },
-    subscriptions::{MAX_LISTEN_TASK_IDS, TaskIdsFilter},
+    subscriptions::TaskIdsFilter,
 };
 
 /// What a request may do once admitted.
@@ -114,7 +114,7 @@ impl Admission<'_> {
             if !stream {
                 return Err((EdgeError::ListenNeedsStreaming, id));
             }
-            let task_ids = listen_task_ids(object.get("params"), &ctx).map_err(|e| (e, id.clone()))?;
+            let task_ids = TaskIdsFilter::from_params(object.get("params"), &ctx).map_err(|e| (EdgeError::from(e), id.clone()))?;
             request.extensions_mut().insert(task_ids);
         }
         request.extensions_mut().insert(ctx.clone());
@@ -134,26 +134,6 @@ impl Admission<'_> {
             Some(_) => Err(EdgeError::OriginNotAllowed),
         }
     }
-}
-
-/// The `notifications.taskIds` of a listen request: strings, a bounded
-/// number, and only from a client that declared the tasks extension
-/// (ext-tasks, "Task Status Notifications": -32021 otherwise).
-fn listen_task_ids(params: Option<&Value>, ctx: &CallContext) -> Result<TaskIdsFilter, EdgeError> {
-    let Some(ids) = params.and_then(|p| p.pointer("/notifications/taskIds")) else {
-        return Ok(TaskIdsFilter::default());
-    };
-    let ids: Vec<String> = ids
-        .as_array()
-        .and_then(|ids| ids.iter().map(|id| id.as_str().map(str::to_owned)).collect())
-        .ok_or_else(|| EdgeError::Params("notifications.taskIds must be an array of strings".into()))?;
-    if ids.len() > MAX_LISTEN_TASK_IDS {
-        return Err(EdgeError::Params(format!("notifications.taskIds may name at most {MAX_LISTEN_TASK_IDS} tasks")));
-    }
-    if !ids.is_empty() && !ctx.declares("extensions", Some(rmcp::model::TASKS_EXTENSION_ID)) {
-        return Err(EdgeError::MissingCapability(json!({"extensions": {rmcp::model::TASKS_EXTENSION_ID: {}}})));
-    }
-    Ok(TaskIdsFilter(ids))
 }
 
 /// Whether a body is JSON (`application/json`, parameters aside).

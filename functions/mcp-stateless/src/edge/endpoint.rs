@@ -41,6 +41,10 @@ use crate::{
     subscriptions::TaskIdsFilter,
 };
 
+/// The edge around one server: every request an entry point receives goes
+/// through [`handle`](Self::handle) or
+/// [`handle_streaming`](Self::handle_streaming). Built once per cold start;
+/// the handler is cloned for each request.
 pub struct McpEndpoint<S: ServerHandler> {
     rmcp: StreamableHttpService<S, NeverSessionManager>,
     policy: Arc<EdgePolicy>,
@@ -54,6 +58,9 @@ pub struct McpEndpoint<S: ServerHandler> {
 }
 
 impl<S: ServerHandler + Clone> McpEndpoint<S> {
+    /// Serves `handler` as `policy` says, publishing no protected-resource
+    /// metadata and checking no bearer token until the `with_` methods add
+    /// them.
     pub fn new(handler: S, policy: EdgePolicy) -> Self {
         // rmcp's own Host/Origin checks are off: the edge applies the policy,
         // which in Lambda depends on the event's domain.
@@ -88,7 +95,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         self
     }
 
-    pub fn policy(&self) -> &EdgePolicy {
+    pub(crate) fn policy(&self) -> &EdgePolicy {
         &self.policy
     }
 

@@ -5,22 +5,31 @@ use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 
-use crate::protocol::context::MetaError;
+use crate::{protocol::context::MetaError, subscriptions::TaskIdsRefusal};
 
 /// JSON-RPC and MCP error codes the edge answers with.
 pub mod code {
+    /// The body is not JSON (JSON-RPC).
     pub const PARSE_ERROR: i32 = -32700;
+    /// Not one acceptable JSON-RPC request (JSON-RPC); also what every
+    /// refusal at the HTTP level carries.
     pub const INVALID_REQUEST: i32 = -32600;
+    /// A method this server does not serve (JSON-RPC).
     pub const METHOD_NOT_FOUND: i32 = -32601;
+    /// Params, `_meta` included, that do not fit the method (JSON-RPC).
     pub const INVALID_PARAMS: i32 = -32602;
+    /// The server failed (JSON-RPC).
     pub const INTERNAL_ERROR: i32 = -32603;
+    /// A required header missing, or disagreeing with the body (MCP).
     pub const HEADER_MISMATCH: i32 = -32020;
+    /// The request needs a capability the client did not declare (MCP).
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
+    /// A protocol version this server does not speak (MCP).
     pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum EdgeError {
+pub(crate) enum EdgeError {
     #[error("Not Found")]
     WrongPath,
     #[error("Method Not Allowed: the MCP endpoint accepts POST only")]
@@ -142,4 +151,13 @@ pub fn jsonrpc_error_response(status: StatusCode, id: Option<Value>, error: Valu
     *response.status_mut() = status;
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
+}
+
+impl From<TaskIdsRefusal> for EdgeError {
+    fn from(refusal: TaskIdsRefusal) -> Self {
+        match refusal {
+            TaskIdsRefusal::Malformed(reason) => Self::Params(reason),
+            TaskIdsRefusal::MissingCapability(required) => Self::MissingCapability(required),
+        }
+    }
 }

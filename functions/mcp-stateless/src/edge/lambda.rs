@@ -30,7 +30,9 @@ use crate::{
     protocol::context::Principal,
 };
 
-pub async fn serve_lambda<S: ServerHandler + Clone>(endpoint: Arc<McpEndpoint<S>>) -> Result<(), lambda_http::Error> {
+/// Serves Lambda events until the runtime stops, answered whole or
+/// streamed as the endpoint's transport says.
+pub(crate) async fn serve_lambda<S: ServerHandler + Clone>(endpoint: Arc<McpEndpoint<S>>) -> Result<(), lambda_http::Error> {
     match endpoint.policy().transport {
         Transport::Buffered => {
             lambda_http::run(service_fn(move |event: lambda_http::Request| {

@@ -22,6 +22,8 @@ use crate::{
     protocol::context::Principal,
 };
 
+/// Where the local server listens when neither `MCP_LOCAL_ADDR` nor `PORT`
+/// is set: loopback only.
 pub const DEFAULT_LOCAL_ADDR: &str = "127.0.0.1:3000";
 
 /// Issuer given to development principals, so they never equal a real one.

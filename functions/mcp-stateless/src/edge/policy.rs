@@ -4,22 +4,34 @@
 
 pub use crate::deployment::{Mode, Transport};
 
+/// The largest request body accepted when `MCP_MAX_BODY_BYTES` is unset.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The one path MCP is served at; every other path answers 404, the
+/// protected-resource metadata's aside.
 pub const MCP_PATH: &str = "/mcp";
 /// Header a developer may use to act as a principal. Honoured only by the
 /// local server: in Lambda, identity comes from the authorizer alone.
 pub const DEV_PRINCIPAL_HEADER: &str = "x-mcp-dev-principal";
 
+/// What the edge admits and how it answers, read once at start
+/// (`settings.rs`).
 #[derive(Debug, Clone)]
 pub struct EdgePolicy {
+    /// Where the process runs: it decides the default hosts and origins
+    /// and the request log's format.
     pub mode: Mode,
-    /// Hostnames (no port) accepted in `Host`. Locally: these, or loopback
+    /// `MCP_ALLOWED_HOSTS`: hostnames (no port) accepted in `Host`. Locally: these, or loopback
     /// names when empty. In Lambda: the API's own domain (from the event's
     /// request context) and these (custom domains).
     pub allowed_hosts: Vec<String>,
-    /// Hostnames accepted in a present `Origin`. Empty: the same set as hosts.
+    /// `MCP_ALLOWED_ORIGINS`: hostnames accepted in a present `Origin`.
+    /// Empty: the same set as hosts.
     pub allowed_origins: Vec<String>,
+    /// `MCP_MAX_BODY_BYTES`: a larger request body is refused with HTTP
+    /// 413 before it is parsed.
     pub max_body_bytes: usize,
+    /// `MCP_TRANSPORT`: whether answers leave whole or streamed; whole
+    /// ones cannot serve `subscriptions/listen`.
     pub transport: Transport,
 }
 

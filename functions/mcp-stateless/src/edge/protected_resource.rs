@@ -10,8 +10,12 @@ use serde_json::json;
 
 use crate::edge::policy::MCP_PATH;
 
+/// The metadata document's path (RFC 9728); it is served there and with
+/// [`MCP_PATH`] appended.
 pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
+/// What the metadata document says. The default names no authorization
+/// server, and so publishes nothing (auth off).
 #[derive(Debug, Clone, Default)]
 pub struct ResourceMetadata {
     /// `MCP_AUTHORIZATION_SERVERS`: issuer URLs, comma-separated.
@@ -27,7 +31,7 @@ pub struct ResourceMetadata {
 }
 
 impl ResourceMetadata {
-    pub fn is_published_at(path: &str) -> bool {
+    pub(crate) fn is_published_at(path: &str) -> bool {
         path == WELL_KNOWN || path.strip_prefix(WELL_KNOWN) == Some(MCP_PATH)
     }
 

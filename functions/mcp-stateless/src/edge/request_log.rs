@@ -22,7 +22,7 @@ use crate::{
 };
 
 #[derive(Debug, Default)]
-pub struct RequestLog {
+pub(crate) struct RequestLog {
     pub method: Option<String>,
     /// Tool or prompt name, or resource URI.
     pub target: Option<String>,

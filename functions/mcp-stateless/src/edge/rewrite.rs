@@ -59,13 +59,7 @@ pub(super) struct Finished {
 
 impl Rewrite for FinalRewrite {
     fn message(&mut self, message: &mut Value) {
-        if message.get("method").and_then(Value::as_str) == Some("notifications/subscriptions/acknowledged") {
-            // ext-tasks: the acknowledgement names the task ids agreed to.
-            if !self.task_ids.0.is_empty()
-                && let Some(filter) = message.pointer_mut("/params/notifications").and_then(Value::as_object_mut)
-            {
-                filter.insert("taskIds".into(), json!(self.task_ids.0));
-            }
+        if self.task_ids.acknowledge(message) {
             return;
         }
         if message.get("id").is_none() || (message.get("result").is_none() && message.get("error").is_none()) {

@@ -19,19 +19,29 @@ use crate::{
 const MAX_CAS_ATTEMPTS: u32 = 8;
 const CAS_BACKOFF_START: Duration = Duration::from_millis(10);
 
+/// Why a handle operation did not happen, in terms a tool can answer with
+/// ([`into_tool_result`](Self::into_tool_result)).
 #[derive(Debug, Clone, PartialEq)]
 pub enum HandleFailure {
     /// Unknown, malformed or somebody else's: one answer for all three.
     Unknown,
+    /// Past its sliding or its absolute expiry: a new one must be created.
     Expired,
+    /// The data would outgrow the kind's byte budget, or one appended entry
+    /// its share of it; nothing was written.
     TooLarge {
+        /// The kind's `max_data_bytes`, as the message names it.
         limit: usize,
     },
+    /// An append found its list full ([`Change::Append`]'s `max_len`);
+    /// nothing was written.
     LimitReached,
     /// The owner holds as many of this kind as it may.
     TooMany,
     /// Lost every compare-and-set attempt to concurrent writers.
     Busy,
+    /// The store failed: the tool answers -32603, and only the log has the
+    /// detail.
     Store(StoreError),
 }
 
@@ -87,6 +97,9 @@ fn outcome(lookup: Result<Lookup, StoreError>) -> Result<HandleRecord, HandleFai
     }
 }
 
+/// Handles as tools use them: each call binds to the caller in its
+/// [`CallContext`], applies the kind's expiry, size and quota rules, and
+/// says what went wrong as a [`HandleFailure`]. Cheap to clone.
 #[derive(Clone)]
 pub struct Handles {
     store: Arc<dyn HandleStore>,
@@ -101,6 +114,8 @@ impl Handles {
         Self { store, clock, quota: Arc::new(InMemoryQuota::default()) }
     }
 
+    /// Counts creations per owner in `quota` (the table, in Lambda) rather
+    /// than in this process.
     pub fn with_quota(mut self, quota: Arc<dyn CreationQuota>) -> Self {
         self.quota = quota;
         self

@@ -70,12 +70,20 @@ impl HandleKind {
 /// One stored handle.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HandleRecord {
+    /// The owner's [`Principal::binding_id`]: anyone else's lookup finds
+    /// nothing.
     pub owner: String,
+    /// The kind's id prefix (`bsk`).
     pub kind: String,
+    /// The state itself, as the tools wrote it, within the kind's
+    /// `max_data_bytes`.
     pub data: Value,
     /// Incremented by every write; compare-and-set updates check it.
     pub version: u64,
+    /// Epoch seconds; the absolute lifetime counts from here.
     pub created_at: u64,
+    /// Epoch seconds of the last write to the item, the expiry a read
+    /// slides now and then included ([`Handles::read`](access::Handles::read)).
     pub last_used_at: u64,
     /// Epoch seconds; the table's TTL attribute. Slides with use, but
     /// [`Handles`](access::Handles) never reports one past `deadline`.
@@ -99,11 +107,22 @@ pub enum Change {
     Touch,
     /// Appends `value` to the list at top-level `field` of the data, unless
     /// the list already holds `max_len` entries.
-    Append { field: String, value: Value, max_len: usize },
+    Append {
+        /// The top-level field of the data that holds the list.
+        field: String,
+        /// The entry appended.
+        value: Value,
+        /// The most entries the list may hold: at that length nothing is
+        /// written ([`Lookup::LimitReached`]).
+        max_len: usize,
+    },
 }
 
+/// What a [`HandleStore`] call found, and so whether its write happened.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Lookup {
+    /// The live record: as it stands (after this call's write, if any), or
+    /// as it was before a delete.
     Found(HandleRecord),
     /// Unknown, or somebody else's: the two are indistinguishable by design.
     Missing,
@@ -135,8 +154,10 @@ pub trait HandleStore: Send + Sync {
         expires_at: u64,
     ) -> BoxFuture<'a, Result<Lookup, StoreError>>;
 
-    /// Checks existence and expiry, applies `change`, bumps the version and
-    /// slides the expiry, in one round trip. Answers the new record.
+    /// Checks existence and expiry, applies `change` and slides the expiry,
+    /// in one round trip; an append also bumps the version (a touch changes
+    /// no data, so compare-and-set writers need not retry). Answers the new
+    /// record.
     fn apply<'a>(&'a self, key: &'a ItemKey, change: &'a Change, now: u64, expires_at: u64) -> BoxFuture<'a, Result<Lookup, StoreError>>;
 
     /// Deletes the item if it is live (and still at `expected_version`,
@@ -152,6 +173,8 @@ pub mod memory {
     use super::*;
     use crate::storage::LockedMap;
 
+    /// Handles in a map in this process: lost when it ends, and unseen by
+    /// any other instance.
     #[derive(Default)]
     pub struct InMemoryHandleStore {
         items: LockedMap<HandleRecord>,

@@ -22,7 +22,9 @@ use crate::{
 pub struct HandleResource {
     /// The URI scheme: `basket` gives `basket://<handle>`.
     pub scheme: &'static str,
+    /// The kind behind the URIs; its `noun` names the template.
     pub kind: &'static HandleKind,
+    /// The template's description in `resources/templates/list`.
     pub description: &'static str,
     /// The resource's JSON contents, from the stored item.
     pub render: fn(&HandleRecord) -> Value,
@@ -45,6 +47,8 @@ fn not_found(uri: &str) -> ErrorData {
 }
 
 impl HandleResources {
+    /// Whether no kind is exposed: then nothing is advertised or watched
+    /// for them.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -17,6 +17,9 @@ use serde_json::{Map, Value};
 /// HTTP request as an extension before it reaches the edge.
 #[derive(Debug, Clone)]
 pub struct EntryFacts {
+    /// The caller the entry point established (an authorizer's claims, a
+    /// token verified here, or locally the development header);
+    /// [`Principal::Anonymous`] when none did.
     pub principal: Principal,
     /// The API's own domain, from the Lambda event's request context.
     pub api_domain: Option<String>,
@@ -33,9 +36,13 @@ impl Default for EntryFacts {
     }
 }
 
-/// `_meta` keys of the 2026-07-28 revision (basic/index, "Per-request protocol fields").
+/// The `_meta` key of the request's protocol version, one of the 2026-07-28
+/// revision's per-request fields (basic/index, "Per-request protocol
+/// fields"); required.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// The `_meta` key of the capabilities the client declares; required.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// The `_meta` key of the client's name and version; optional.
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 
 /// The caller, as established by verified credentials only.
@@ -47,7 +54,12 @@ pub enum Principal {
     /// No authorizer in front of the function, or no credentials.
     Anonymous,
     /// `iss` and `sub` of a token the authorizer verified.
-    Verified { issuer: String, subject: String },
+    Verified {
+        /// The token's `iss`: who vouches for the subject.
+        issuer: String,
+        /// The token's `sub`: the caller, as that issuer names it.
+        subject: String,
+    },
 }
 
 impl Principal {
@@ -66,23 +78,32 @@ impl Principal {
 /// Everything a handler may know about the request besides its params.
 #[derive(Debug, Clone)]
 pub struct CallContext {
+    /// The protocol version the request's `_meta` names (the edge admits
+    /// only those it supports).
     pub protocol_version: String,
     /// The `clientCapabilities` object exactly as the client declared it.
     pub client_capabilities: Map<String, Value>,
+    /// The `clientInfo` object as sent, if any: the client's own claim,
+    /// never an identity.
     pub client_info: Option<Value>,
     /// W3C trace context: `_meta.traceparent` (the OpenTelemetry MCP
     /// conventions' carrier), else the `traceparent` header.
     pub traceparent: Option<String>,
+    /// The verified caller, which state is bound to; nothing in the body
+    /// can change it.
     pub principal: Principal,
 }
 
 /// Why a request's `_meta` is malformed (-32602, HTTP 400).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum MetaError {
+    /// `params._meta` is absent, or not an object.
     #[error("request _meta is missing")]
     Missing,
+    /// `_meta` names no protocol version (as a string).
     #[error("request _meta is missing io.modelcontextprotocol/protocolVersion")]
     MissingProtocolVersion,
+    /// `_meta` declares no capabilities (as an object).
     #[error("request _meta is missing io.modelcontextprotocol/clientCapabilities")]
     MissingClientCapabilities,
 }

@@ -29,8 +29,12 @@ pub fn require_form_elicitation(ctx: &CallContext) -> Result<(), ErrorData> {
 /// "Response Actions").
 #[derive(Debug, Clone, PartialEq)]
 pub enum ElicitationReply<'a> {
+    /// The user submitted the form: its content, checked against the schema
+    /// only when read through [`checked_reply`].
     Accepted(&'a serde_json::Map<String, Value>),
+    /// The user refused to answer.
     Declined,
+    /// The user dismissed the form without choosing.
     Cancelled,
     /// No answer under that key, or not an elicitation result: ask again.
     Missing,

@@ -18,6 +18,8 @@ use rmcp::{
 };
 use serde_json::Value;
 
+/// Progress and log messages for the request a tool serves, each sent only
+/// if the caller asked for it (see the module's header).
 #[derive(Clone)]
 pub struct Reporter {
     peer: Peer<RoleServer>,

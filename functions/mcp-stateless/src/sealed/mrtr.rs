@@ -23,16 +23,23 @@ pub const INVALID_STATE_MESSAGE: &str = "requestState is invalid or expired; ret
 /// chose to bind (default: all of them).
 #[derive(Debug, Clone, Copy)]
 pub struct StateScope<'a> {
+    /// The JSON-RPC method (`tools/call`, `prompts/get`).
     pub method: &'a str,
+    /// The tool or prompt name.
     pub target: &'a str,
+    /// What the state is bound to: it opens only on a request with equal
+    /// arguments here (key order aside). Bind a subset to let the rest
+    /// change between rounds.
     pub arguments: &'a Value,
 }
 
 impl<'a> StateScope<'a> {
+    /// A `tools/call` of tool `name` with `arguments`.
     pub fn tool(name: &'a str, arguments: &'a Value) -> Self {
         Self { method: "tools/call", target: name, arguments }
     }
 
+    /// A `prompts/get` of prompt `name` with `arguments`.
     pub fn prompt(name: &'a str, arguments: &'a Value) -> Self {
         Self { method: "prompts/get", target: name, arguments }
     }
@@ -49,6 +56,9 @@ pub struct RequestStates {
 }
 
 impl RequestStates {
+    /// States sealed by `sealer` for `audience` (this deployment), expiring
+    /// after [`DEFAULT_STATE_TTL`]; single-use redemptions are recorded in
+    /// `ledger`, dated by `clock`.
     pub fn new(
         sealer: Arc<dyn RequestStateSealer>,
         ledger: Arc<dyn RedemptionLedger>,
@@ -67,6 +77,9 @@ impl RequestStates {
         StateBinding::new(ctx, scope.method, scope.target, scope.arguments, &self.audience)
     }
 
+    /// Seals `continuation` for `scope`, bound to `ctx`'s caller: the
+    /// `requestState` to send back. A failure is -32603 naming no size or
+    /// key detail (the log has it).
     pub async fn seal(&self, ctx: &CallContext, scope: StateScope<'_>, continuation: &impl Serialize) -> Result<String, ErrorData> {
         let continuation = serde_json::to_value(continuation)
             .map_err(|e| ErrorData::internal_error(format!("continuation is not serializable: {e}"), None))?;

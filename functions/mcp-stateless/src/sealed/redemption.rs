@@ -10,12 +10,17 @@ use futures::future::BoxFuture;
 
 use crate::storage::StoreError;
 
+/// What a redemption found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Redemption {
+    /// Not redeemed before: recorded now, and the step may go ahead.
     First,
+    /// Redeemed already: the step must not happen again.
     Replay,
 }
 
+/// The port that remembers redeemed state ids (the table in Lambda, memory
+/// locally).
 pub trait RedemptionLedger: Send + Sync {
     /// Records `jti` until `expires_at` (epoch seconds) unless it is
     /// already recorded. Atomic: of two concurrent redemptions, one wins.

@@ -28,6 +28,8 @@ use crate::{
 const TOKEN_VERSION: &str = "v1";
 /// Sealed state is kept small: large continuations belong behind a handle.
 pub const DEFAULT_MAX_TOKEN_BYTES: usize = 4096;
+/// How long a sealed state opens for, unless a tool sets its own
+/// ([`RequestStates::with_ttl`](crate::sealed::mrtr::RequestStates::with_ttl)).
 pub const DEFAULT_STATE_TTL: Duration = Duration::from_secs(600);
 
 /// What a sealed state is bound to, authenticated as AES-GCM associated data.
@@ -46,6 +48,8 @@ pub struct StateBinding {
 }
 
 impl StateBinding {
+    /// The binding of a state for `method` on `target`, by `ctx`'s caller,
+    /// in `audience`, over `salient_arguments` (digested as canonical JSON).
     pub fn new(ctx: &CallContext, method: &str, target: &str, salient_arguments: &Value, audience: &str) -> Self {
         let canonical = canonical_json(salient_arguments);
         let mut arguments_digest = [0u8; 32];
@@ -95,12 +99,23 @@ pub fn canonical_json(value: &Value) -> String {
     sorted(value).to_string()
 }
 
+/// Why a continuation was not sealed. Each is the server's failure:
+/// clients see -32603.
 #[derive(Debug, thiserror::Error)]
 pub enum SealError {
+    /// The token would be longer than the sealer allows.
     #[error("sealed requestState would be {size} bytes, over the {limit}-byte limit; keep large continuations behind a handle")]
-    TooLarge { size: usize, limit: usize },
+    TooLarge {
+        /// The token's length, in bytes.
+        size: usize,
+        /// The sealer's limit ([`DEFAULT_MAX_TOKEN_BYTES`] unless set).
+        limit: usize,
+    },
+    /// No data key could be had (KMS unreachable or refusing), or sealing
+    /// under it failed.
     #[error("request state key unavailable: {0}")]
     KeyUnavailable(String),
+    /// The continuation did not serialize to JSON.
     #[error("continuation is not serializable: {0}")]
     Serialize(String),
 }
@@ -110,28 +125,44 @@ pub enum SealError {
 /// for logs and tests, never for the wire.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum OpenError {
+    /// Not a token as this sealer writes them: too long, another version
+    /// or encoding, truncated, a key reference too long to be one, or a
+    /// payload that does not parse.
     #[error("requestState is malformed")]
     Malformed,
+    /// The authentication failed: the token was altered, or it is bound to
+    /// another caller, request, arguments or deployment.
     #[error("requestState failed authentication")]
     Forged,
+    /// Past its expiry.
     #[error("requestState has expired")]
     Expired,
+    /// The key source does not know, or will not unwrap, the token's data
+    /// key (another process's in-process key, or a key KMS refuses).
     #[error("requestState data key was refused")]
     KeyRefused,
+    /// The key source could not be asked (KMS unreachable or throttled, or
+    /// this instance's Decrypt budget spent): the state may be genuine, so
+    /// this is the server's failure.
     #[error("request state key unavailable: {0}")]
     KeyUnavailable(String),
 }
 
 /// The port tools seal their continuations through.
 pub trait RequestStateSealer: Send + Sync {
+    /// A token carrying `continuation`, bound to `binding`, that opens for
+    /// `ttl`.
     fn seal<'a>(&'a self, binding: &'a StateBinding, continuation: &'a Value, ttl: Duration) -> BoxFuture<'a, Result<String, SealError>>;
 
+    /// What `token` carries, if it was sealed for exactly `binding` and has
+    /// not expired.
     fn open<'a>(&'a self, binding: &'a StateBinding, token: &'a str) -> BoxFuture<'a, Result<OpenedState, OpenError>>;
 }
 
 /// A state that opened: the continuation, and what single use needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpenedState {
+    /// The continuation that was sealed.
     pub data: Value,
     /// Random 128-bit id, base64url.
     pub jti: String,
@@ -144,12 +175,14 @@ pub struct SealingKey {
     /// Carried in the token so any instance can recover the key (for KMS: the
     /// encrypted data key).
     pub key_ref: Vec<u8>,
+    /// The AES-256-GCM key itself.
     pub key: Arc<LessSafeKey>,
 }
 
 /// Where data keys come from. The in-process source below serves the local
 /// server; the KMS source serves Lambda.
 pub trait DataKeySource: Send + Sync {
+    /// The key to seal the next token under, and its reference.
     fn sealing_key(&self) -> BoxFuture<'_, Result<SealingKey, SealError>>;
     /// The key `key_ref` names, for a token `caller` (the binding's
     /// principal) presented: a source that pays per lookup (KMS) budgets
@@ -166,6 +199,7 @@ pub struct InProcessKey {
 }
 
 impl InProcessKey {
+    /// A fresh random key, under a random reference.
     pub fn generate() -> Self {
         let key_ref = random::bytes::<16>().to_vec();
         let mut bytes = random::bytes::<32>();
@@ -207,15 +241,19 @@ pub struct EnvelopeSealer<K> {
 }
 
 impl<K: DataKeySource> EnvelopeSealer<K> {
+    /// Seals under keys from `keys`, on the system clock, in tokens of at
+    /// most [`DEFAULT_MAX_TOKEN_BYTES`].
     pub fn new(keys: K) -> Self {
         Self { keys, clock: Arc::new(SystemClock), max_token_bytes: DEFAULT_MAX_TOKEN_BYTES }
     }
 
+    /// Dates and expires tokens by `clock` (tests move it).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
     }
 
+    /// Neither seals nor opens a token longer than `limit` bytes.
     pub fn with_max_token_bytes(mut self, limit: usize) -> Self {
         self.max_token_bytes = limit;
         self
@@ -253,7 +291,7 @@ impl<K: DataKeySource> EnvelopeSealer<K> {
         if token.len() > self.max_token_bytes {
             return Err(OpenError::Malformed);
         }
-        let encoded = token.strip_prefix("v1.").ok_or(OpenError::Malformed)?;
+        let encoded = token.strip_prefix(TOKEN_VERSION).and_then(|rest| rest.strip_prefix('.')).ok_or(OpenError::Malformed)?;
         let raw = URL_SAFE_NO_PAD.decode(encoded).map_err(|_| OpenError::Malformed)?;
         let (len, rest) = raw.split_first_chunk::<2>().ok_or(OpenError::Malformed)?;
         let key_ref_len = usize::from(u16::from_be_bytes(*len));
@@ -275,6 +313,7 @@ impl<K: DataKeySource> EnvelopeSealer<K> {
         Ok(OpenedState { data: payload.data, jti: payload.jti, expires_at: payload.exp })
     }
 
+    /// The clock tokens are dated and expired by.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }

@@ -17,7 +17,9 @@ use crate::{
 /// What a function's tools are built from, once per cold start.
 #[derive(Clone)]
 pub struct Dependencies {
+    /// `requestState` sealing and opening, for multi-round tools.
     pub request_states: RequestStates,
+    /// Owner-bound handles, for state that spans calls.
     pub handles: Handles,
     /// Task storage and dispatch; `tasks.with_tools(...)` gives the
     /// request side for a function's task tools.

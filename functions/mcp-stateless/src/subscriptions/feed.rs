@@ -17,12 +17,16 @@ use crate::storage::{LockedMap, StoreError};
 /// The three lists a client can watch for changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ListKind {
+    /// `tools/list`, task tools included.
     Tools,
+    /// `prompts/list`.
     Prompts,
+    /// `resources/list` and `resources/templates/list`.
     Resources,
 }
 
 impl ListKind {
+    /// Every kind, once each.
     pub const ALL: [ListKind; 3] = [ListKind::Tools, ListKind::Prompts, ListKind::Resources];
 
     /// The attribute prefix in the feed item.
@@ -50,12 +54,16 @@ pub struct ListState {
 /// The feed item: every list's state, read in one call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Lists {
+    /// The tools list's state.
     pub tools: ListState,
+    /// The prompts list's state.
     pub prompts: ListState,
+    /// The resources list's state (templates included).
     pub resources: ListState,
 }
 
 impl Lists {
+    /// The state of the `kind` list.
     pub fn get(&self, kind: ListKind) -> &ListState {
         match kind {
             ListKind::Tools => &self.tools,
@@ -64,6 +72,8 @@ impl Lists {
         }
     }
 
+    /// The state of the `kind` list, to fill in or change (feeds reading
+    /// their item, or recording a bump).
     pub fn get_mut(&mut self, kind: ListKind) -> &mut ListState {
         match kind {
             ListKind::Tools => &mut self.tools,
@@ -93,8 +103,11 @@ pub trait ChangeFeed: Send + Sync {
 /// The digests of the lists this build serves.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListDigests {
+    /// The tools list's digest.
     pub tools: String,
+    /// The prompts list's digest.
     pub prompts: String,
+    /// The digest of the resources list and templates together.
     pub resources: String,
 }
 
@@ -109,6 +122,7 @@ impl ListDigests {
         Self { tools: digest(tools), prompts: digest(prompts), resources: digest(resources) }
     }
 
+    /// The digest of the `kind` list.
     pub fn get(&self, kind: ListKind) -> &str {
         match kind {
             ListKind::Tools => &self.tools,
@@ -124,7 +138,7 @@ impl ListDigests {
     }
 }
 
-/// Records `digests` as live unless they already are; retries once when
+/// Records `digests` as live unless they already are, trying again when
 /// another instance recorded at the same time. Returns what is recorded.
 pub async fn record_live(feed: &dyn ChangeFeed, digests: &ListDigests, now_ms: u64) -> Result<Lists, StoreError> {
     for _ in 0..3 {

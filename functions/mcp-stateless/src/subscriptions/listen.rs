@@ -22,16 +22,15 @@ use crate::{
 /// handle-backed resources a server exposes.
 #[derive(Clone, Copy, Default)]
 pub struct Watched<'a> {
+    /// The server's tasks, read for the ids in the request's
+    /// `notifications.taskIds` (the caller's own only).
     pub tasks: Option<&'a Tasks>,
+    /// The handle kinds exposed as resources and the handles behind them,
+    /// read for the request's `resourceSubscriptions`.
     pub resources: Option<(&'a HandleResources, &'a Handles)>,
 }
 
-/// The `notifications.taskIds` of a listen request. rmcp's filter has no
-/// such field, so the edge reads it from the body (and refuses it without
-/// the tasks extension, -32021) and hands it over as a request extension;
-/// the edge also adds it to the acknowledgement.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TaskIdsFilter(pub Vec<String>);
+pub use super::task_ids::TaskIdsFilter;
 
 const TOO_MANY_STREAMS: &str = "You have too many subscriptions/listen streams open. Close one you no longer need, or wait for one to end.";
 

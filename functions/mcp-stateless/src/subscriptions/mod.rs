@@ -11,6 +11,7 @@
 
 pub mod feed;
 mod listen;
+mod task_ids;
 
 use std::{
     sync::{Arc, OnceLock},
@@ -21,7 +22,8 @@ use rmcp::model::{ServerCapabilities, SubscriptionFilter};
 
 use crate::{clock::Clock, quota::CreationQuota, storage::StoreError};
 pub use feed::{ChangeFeed, InMemoryFeed, ListDigests, ListKind};
-pub use listen::{TaskIdsFilter, Watched};
+pub use listen::Watched;
+pub use task_ids::{TaskIdsFilter, TaskIdsRefusal};
 
 /// Task ids one stream may watch: each is read every poll interval.
 pub const MAX_LISTEN_TASK_IDS: usize = 20;
@@ -46,9 +48,12 @@ pub struct ListenPolicy {
 }
 
 impl ListenPolicy {
+    /// How long a stream stays open when `MCP_LISTEN_SECONDS` is unset.
     pub const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
+    /// How often a stream polls when `MCP_FEED_POLL_MS` is unset.
     pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(250);
 
+    /// The defaults, with streams served only if `enabled`.
     pub fn new(enabled: bool) -> Self {
         Self { enabled, lifetime: Self::DEFAULT_LIFETIME, poll_interval: Self::DEFAULT_POLL_INTERVAL, max_per_owner: 5 }
     }
@@ -72,6 +77,8 @@ pub struct Subscriptions {
 }
 
 impl Subscriptions {
+    /// Streams that read `feed`, with open streams counted per owner in
+    /// `quota`, under `policy`.
     pub fn new(feed: Arc<dyn ChangeFeed>, quota: Arc<dyn CreationQuota>, clock: Arc<dyn Clock>, policy: ListenPolicy) -> Self {
         let started_ms = clock.now_ms();
         Self { feed, quota, clock, policy, digests: Arc::default(), recorded: Arc::default(), started_ms }
@@ -84,7 +91,7 @@ impl Subscriptions {
             Arc::new(crate::quota::InMemoryQuota::default()),
             clock,
             // Served where answers stream, as they do locally by default;
-            // the start applies the settings (`Dependencies::configured`).
+            // the start applies the settings (`Settings::configure`).
             ListenPolicy::new(true),
         )
     }
@@ -95,10 +102,12 @@ impl Subscriptions {
         self
     }
 
+    /// How streams behave here.
     pub fn policy(&self) -> &ListenPolicy {
         &self.policy
     }
 
+    /// Whether streams are served here (answers stream).
     pub fn enabled(&self) -> bool {
         self.policy.enabled
     }

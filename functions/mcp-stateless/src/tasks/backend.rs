@@ -17,6 +17,10 @@ use crate::{
     quota::{CreationQuota, InMemoryQuota},
 };
 
+/// Where tasks are stored and sent, and the policy and quota they run
+/// under, before the function's task tools are known:
+/// [`with_tools`](Self::with_tools) gives the request side for them. Cheap
+/// to clone.
 #[derive(Clone)]
 pub struct TaskBackend {
     store: Arc<dyn TaskStore>,
@@ -30,6 +34,8 @@ pub struct TaskBackend {
 }
 
 impl TaskBackend {
+    /// Tasks kept in `store` and sent through `queue` (to a worker function,
+    /// in Lambda), under the default policy and a per-process quota.
     pub fn new(store: Arc<dyn TaskStore>, queue: Arc<dyn TaskQueue>, clock: Arc<dyn Clock>) -> Self {
         Self { store, queue, clock, policy: TaskPolicy::default(), quota: Arc::new(InMemoryQuota::default()), in_process: None }
     }
@@ -47,6 +53,7 @@ impl TaskBackend {
         Self { in_process: Some(Arc::new(Mutex::new(Some(messages)))), ..Self::new(store, Arc::new(queue), clock) }
     }
 
+    /// Runs tasks under `policy` (the deployment's, from the settings).
     pub fn with_policy(mut self, policy: TaskPolicy) -> Self {
         self.policy = policy;
         self

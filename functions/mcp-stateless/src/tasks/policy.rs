@@ -13,11 +13,21 @@ use crate::quota::QuotaKey;
 /// `MCP_TASK_TTL_SECONDS` and `MCP_TASK_MAX_PER_OWNER`; unset, the defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskSettings {
+    /// `MCP_WORKER_TIMEOUT_SECONDS`: how long one worker run may take.
     pub worker_timeout: Option<Duration>,
+    /// `MCP_TASK_MAX_ATTEMPTS`: runs that may end without an outcome
+    /// before the task is failed.
     pub max_attempts: Option<u32>,
+    /// `MCP_TASK_LEASE_SECONDS`: how long a worker's claim lasts unless
+    /// renewed.
     pub lease: Option<Duration>,
+    /// `MCP_TASK_START_DEADLINE_SECONDS`: a runnable task no worker started
+    /// within this is sent again.
     pub start_deadline: Option<Duration>,
+    /// `MCP_TASK_TTL_SECONDS`: a lifetime to lengthen the derived one to;
+    /// it never shortens it.
     pub ttl: Option<Duration>,
+    /// `MCP_TASK_MAX_PER_OWNER`: tasks one owner may have open at once.
     pub max_per_owner: Option<u32>,
 }
 
@@ -59,6 +69,9 @@ impl Default for TaskPolicy {
 }
 
 impl TaskPolicy {
+    /// The policy `timings` give, with the fixed pacing (poll interval,
+    /// heartbeat, inline limit), the default per-owner cap, and a deadline
+    /// margin for AWS calls bounded as they are in Lambda.
     pub fn from_timings(timings: &TaskTimings) -> Self {
         Self {
             ttl: timings.ttl,

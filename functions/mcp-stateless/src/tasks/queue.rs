@@ -19,21 +19,28 @@ use super::record::TASK_IDS;
 /// record carries everything the run needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskMessage {
+    /// The record's partition key ([`ItemKey::partition_key`]).
     pub pk: String,
+    /// The owner's binding id, which the store checks against the record.
     pub owner: String,
 }
 
 impl TaskMessage {
+    /// The message for the task stored at `key`.
     pub fn for_key(key: &ItemKey) -> Self {
         Self { pk: key.partition_key.clone(), owner: key.owner.clone() }
     }
 
+    /// Where the task's record is.
     pub fn key(&self) -> ItemKey {
         ItemKey { partition_key: self.pk.clone(), owner: self.owner.clone(), kind: TASK_IDS.prefix }
     }
 }
 
+/// The port a task is handed to a worker through: SQS in Lambda, a channel
+/// to a worker loop locally.
 pub trait TaskQueue: Send + Sync {
+    /// Sends `message` to a worker; an error means it was not sent.
     fn enqueue<'a>(&'a self, message: &'a TaskMessage) -> BoxFuture<'a, Result<(), StoreError>>;
 }
 
@@ -42,6 +49,7 @@ pub trait TaskQueue: Send + Sync {
 pub struct InProcessQueue(mpsc::UnboundedSender<TaskMessage>);
 
 impl InProcessQueue {
+    /// The queue, and the end a worker loop drains.
     pub fn new() -> (Self, mpsc::UnboundedReceiver<TaskMessage>) {
         let (sender, receiver) = mpsc::unbounded_channel();
         (Self(sender), receiver)

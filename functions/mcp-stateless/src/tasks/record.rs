@@ -31,17 +31,25 @@ pub const MAX_RECORD_BYTES: usize = 350_000;
 /// Which worker holds a task, and until when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Lease {
+    /// A random id of the worker run that holds it.
     pub holder: String,
+    /// Epoch milliseconds when the claim lapses, unless renewed first.
     pub until_ms: u64,
 }
 
 /// What a task was created with: written once, before its record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskInput {
+    /// The caller that created the task: the run acts as it.
     pub principal: Principal,
+    /// The task tool's name.
     pub tool: String,
+    /// The arguments, kept to the properties the tool's schema declares.
     pub arguments: Value,
+    /// The creating request's protocol version.
     pub protocol_version: String,
+    /// What the creating request's client declared: the run's input
+    /// requests are held to it.
     pub client_capabilities: Map<String, Value>,
 }
 
@@ -57,23 +65,29 @@ impl TaskInput {
         }
     }
 
-    pub fn encoded_len(&self) -> usize {
+    pub(crate) fn encoded_len(&self) -> usize {
         serde_json::to_vec(self).map_or(usize::MAX, |bytes| bytes.len())
     }
 }
 
+/// The part of a task written on every change (see the module's header).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRecord {
+    /// The id clients name it by (`tsk_...`).
     pub task_id: String,
     /// [`Principal::binding_id`] of the caller that created it.
     pub owner: String,
     /// The task tool's name (its input holds the rest).
     pub tool: String,
+    /// Where the task is in its life; it only moves forward.
     pub status: TaskStatus,
+    /// What the tool last said of its progress, or why the task ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_message: Option<String>,
+    /// The tool's result, once `completed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<JsonObject>,
+    /// The JSON-RPC error (`code`, `message`), once `failed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<JsonObject>,
     /// Outstanding input requests only: answered keys leave this map.
@@ -85,9 +99,15 @@ pub struct TaskRecord {
     /// What the tool asked to get back when it resumes after input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continuation: Option<Value>,
+    /// Epoch milliseconds when it was created.
     pub created_at_ms: u64,
+    /// Epoch milliseconds of the last write; it never moves back.
     pub updated_at_ms: u64,
+    /// Its lifetime from creation, in milliseconds, as clients are told
+    /// (`ttlMs`).
     pub ttl_ms: u64,
+    /// How often clients are asked to poll, in milliseconds
+    /// (`pollIntervalMs`).
     pub poll_interval_ms: u64,
     /// Epoch seconds: `created + ttl`, never extended; the table's TTL.
     pub expires_at: u64,
@@ -97,6 +117,7 @@ pub struct TaskRecord {
     /// same counter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quota_key: Option<String>,
+    /// Incremented by every write, each a compare-and-set on it.
     pub version: u64,
     /// Worker runs started, including the current one.
     #[serde(default)]
@@ -106,6 +127,7 @@ pub struct TaskRecord {
     /// `TaskPolicy::max_attempts` the task is failed rather than run again.
     #[serde(default)]
     pub unfinished_runs: u32,
+    /// The worker run that holds the task, if one does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<Lease>,
     /// Set while the task waits for a worker to pick it up (after creation,
@@ -116,6 +138,7 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
+    /// Whether it has ended: `completed`, `failed` or `cancelled`.
     pub fn is_terminal(&self) -> bool {
         self.status.is_terminal()
     }
@@ -130,6 +153,9 @@ impl TaskRecord {
         self.runnable_since_ms = None;
     }
 
+    /// Ends the task `failed`, with a JSON-RPC error of `code` and `message`
+    /// (its status message too). The caller checks it is not terminal
+    /// already.
     pub fn fail(&mut self, code: i32, message: &str) {
         let mut error = JsonObject::new();
         error.insert("code".into(), code.into());
@@ -138,7 +164,7 @@ impl TaskRecord {
         self.error = Some(error);
     }
 
-    pub fn encoded_len(&self) -> usize {
+    pub(crate) fn encoded_len(&self) -> usize {
         serde_json::to_vec(self).map_or(usize::MAX, |bytes| bytes.len())
     }
 
@@ -150,7 +176,7 @@ impl TaskRecord {
         task
     }
 
-    pub fn create_result(&self) -> CreateTaskResult {
+    pub(crate) fn create_result(&self) -> CreateTaskResult {
         CreateTaskResult::new(self.task())
     }
 

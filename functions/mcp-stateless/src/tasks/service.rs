@@ -53,6 +53,9 @@ fn declares_tasks(ctx: &CallContext) -> bool {
     ctx.declares("extensions", Some(TASKS_EXTENSION_ID))
 }
 
+/// The request side of one function's task tools: `tools/call` creates a
+/// task, and `tasks/get`, `tasks/update` and `tasks/cancel` are answered
+/// from its record. Cheap to clone.
 #[derive(Clone)]
 pub struct Tasks {
     pub(crate) store: Arc<dyn TaskStore>,
@@ -72,11 +75,14 @@ impl Tasks {
         Self { store, queue, clock, policy: TaskPolicy::default(), tools, quota: Arc::new(InMemoryQuota::default()) }
     }
 
+    /// Counts open tasks per owner in `quota` (the table, in Lambda) rather
+    /// than in this process.
     pub fn with_quota(mut self, quota: Arc<dyn CreationQuota>) -> Self {
         self.quota = quota;
         self
     }
 
+    /// Runs tasks under `policy`.
     pub fn with_policy(mut self, policy: TaskPolicy) -> Self {
         self.policy = policy;
         self
@@ -100,6 +106,7 @@ impl Tasks {
         Ok(outcome.record)
     }
 
+    /// The task tools these tasks run.
     pub fn tools(&self) -> &TaskTools {
         &self.tools
     }

@@ -13,8 +13,10 @@ use crate::{
     storage::{Backoff, StoreError},
 };
 
+/// What a compare-and-set write did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Replaced {
+    /// The record was written.
     Done,
     /// The version moved on (another writer won) or the item is gone.
     Conflict,
@@ -45,6 +47,7 @@ pub trait TaskStore: Send + Sync {
 
 /// What a transition decided after looking at the current record.
 pub enum Decision {
+    /// Write the record as edited, one version on.
     Write,
     /// Leave the record as it is (already terminal, nothing to change).
     Keep,
@@ -57,7 +60,9 @@ const BACKOFF_START: Duration = Duration::from_millis(5);
 /// task is unknown or expired), and the same record again when this call's
 /// write is the one that ended the task (exactly one write does).
 pub struct Transition {
+    /// The record as it now stands.
     pub record: Option<TaskRecord>,
+    /// The record again, only when this call's write ended the task.
     pub ended: Option<TaskRecord>,
 }
 
@@ -106,6 +111,8 @@ pub mod memory {
     use super::*;
     use crate::storage::LockedMap;
 
+    /// Tasks and their inputs in maps in this process: lost when it ends,
+    /// and unseen by any other instance.
     #[derive(Default)]
     pub struct InMemoryTaskStore {
         items: LockedMap<TaskRecord>,

@@ -50,16 +50,26 @@ pub fn retry_delay(receives: u32) -> Duration {
     Duration::from_secs(10 * u64::from(receives.clamp(1, 30)))
 }
 
+/// The timings one deployment's tasks run by (see the module's header).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskTimings {
+    /// How long one worker run may take: the worker function's timeout.
     pub worker_timeout: Duration,
+    /// Runs that may end without an outcome before the task is failed.
     pub max_attempts: u32,
+    /// How long a worker's claim on a task lasts unless renewed.
     pub lease: Duration,
+    /// A runnable task no worker started within this is sent again.
     pub start_deadline: Duration,
+    /// The task's lifetime from creation.
     pub ttl: Duration,
 }
 
 impl TaskTimings {
+    /// The timings for runs of at most `worker_timeout`, `max_attempts` of
+    /// them (held to 1 through [`MAX_ATTEMPTS_ALLOWED`]): [`LEASE`],
+    /// [`START_DEADLINE`], and a lifetime of at least [`DEFAULT_TTL`] that
+    /// covers the [`recovery_bound`](Self::recovery_bound).
     pub fn derive(worker_timeout: Duration, max_attempts: u32) -> Self {
         let max_attempts = max_attempts.clamp(1, MAX_ATTEMPTS_ALLOWED);
         let mut timings = Self { worker_timeout, max_attempts, lease: LEASE, start_deadline: START_DEADLINE, ttl: DEFAULT_TTL };

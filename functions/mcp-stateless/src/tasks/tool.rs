@@ -43,7 +43,12 @@ pub enum TaskStep {
     /// Park in `input_required` until every request is answered, then run
     /// again with the answers and `continuation`. Keys must be new for the
     /// task: a key is never reused once answered (tasks.md, "Task Update Requests").
-    NeedInput { requests: BTreeMap<String, InputRequest>, continuation: Value },
+    NeedInput {
+        /// What to ask, by key.
+        requests: BTreeMap<String, InputRequest>,
+        /// Handed to the next run ([`TaskRun::continuation`]).
+        continuation: Value,
+    },
 }
 
 impl TaskStep {
@@ -105,6 +110,8 @@ impl TaskRun {
         self.status.send_replace(Some(message.into()));
     }
 
+    /// Whether the client has cancelled the task (never, inline): for a
+    /// function that checks between steps.
     pub fn is_cancelled(&self) -> bool {
         *self.cancelled.borrow()
     }
@@ -197,6 +204,7 @@ impl TaskTool {
         self
     }
 
+    /// The tool's name, as listed and called.
     pub fn name(&self) -> &str {
         &self.tool.name
     }
@@ -221,10 +229,12 @@ pub struct TaskTools {
 }
 
 impl TaskTools {
+    /// No tools yet.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Adds `tool`, in place of any of the same name.
     pub fn with(mut self, tool: TaskTool) -> Self {
         Arc::make_mut(&mut self.tools).insert(tool.name().to_owned(), tool);
         self
@@ -236,10 +246,12 @@ impl TaskTools {
         self
     }
 
+    /// The tool called `name`, listed or not.
     pub fn get(&self, name: &str) -> Option<&TaskTool> {
         self.tools.get(name)
     }
 
+    /// Every tool, listed or not, in name order.
     pub fn iter(&self) -> impl Iterator<Item = &TaskTool> {
         self.tools.values()
     }

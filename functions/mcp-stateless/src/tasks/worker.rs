@@ -58,12 +58,16 @@ enum RunEnd {
     OutOfTime,
 }
 
+/// The worker side of [`Tasks`]: a queue message in, one run of its task's
+/// function, the outcome written (see the module's header). Cheap to clone.
 #[derive(Clone)]
 pub struct TaskWorker {
     tasks: Tasks,
 }
 
 impl TaskWorker {
+    /// Runs the task tools `tasks` was built with: the same list as the
+    /// request function's.
     pub fn new(tasks: Tasks) -> Self {
         Self { tasks }
     }

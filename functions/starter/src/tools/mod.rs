@@ -1,6 +1,6 @@
 //! YOUR TOOLS GO HERE: one file per group of tools, each an
 //! `impl Server` block under `#[tool_router(router = ...)]`, added to
-//! [`all`] below. Start from whichever example is closest:
+//! `all` below. Start from whichever example is closest:
 //!
 //! - `basics.rs`: stateless tools with typed arguments, structured output,
 //!   tool errors, and the caller's identity;
@@ -13,7 +13,7 @@
 //!   reports progress and honours cancellation;
 //! - `publish.rs`: a task that asks the user for input halfway.
 //!
-//! Task tools are listed in [`task_tools`] instead of [`all`]: the worker
+//! Task tools are listed in [`task_tools`] instead of `all`: the worker
 //! function runs them from the same list.
 //!
 //! Each example is one file and one line in each list it appears in:

@@ -77,7 +77,7 @@ impl Default for KeyTimings {
 
 /// Where the keys are published.
 #[derive(Debug, Clone)]
-pub enum KeySource {
+pub(crate) enum KeySource {
     /// A key set URL given outright (`MCP_JWT_JWKS_URL`).
     KeySet(KeyUrl),
     /// The issuer's OpenID configuration (at this URL), whose `jwks_uri`
@@ -95,7 +95,7 @@ struct Cache {
 
 type HttpsClient = Client<HttpsConnector<HttpConnector>, Empty<Bytes>>;
 
-pub struct IssuerKeys {
+pub(crate) struct IssuerKeys {
     source: KeySource,
     timings: KeyTimings,
     clock: Arc<dyn Clock>,
@@ -108,7 +108,7 @@ pub struct IssuerKeys {
 
 /// Why no key could be had.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyError {
+pub(crate) enum KeyError {
     /// Not a key this issuer publishes for this algorithm and use.
     Unknown,
     /// The issuer's keys could not be fetched (or are past their age).

@@ -49,6 +49,9 @@ const ALGORITHMS: [Algorithm; 5] = [Algorithm::RS256, Algorithm::RS384, Algorith
 /// Clock skew tolerated on `exp`, `nbf` and `iat`.
 pub const LEEWAY_SECONDS: u64 = 60;
 
+/// What a bearer token must carry to be accepted: the `MCP_JWT_*`
+/// variables, which `settings.rs` reads and [`BearerPolicy::check`]s
+/// before the start goes on.
 #[derive(Debug, Clone)]
 pub struct BearerPolicy {
     /// `MCP_JWT_ISSUER`: the only `iss` accepted.
@@ -129,12 +132,18 @@ struct Claims {
     scp: serde_json::Value,
 }
 
+/// Checks each request's `Authorization: Bearer` token against a
+/// [`BearerPolicy`], with the issuer's keys kept for the life of the
+/// instance ([`issuer_keys`]).
 pub struct BearerVerifier {
     policy: BearerPolicy,
     keys: Arc<IssuerKeys>,
 }
 
 impl BearerVerifier {
+    /// On the system clock with the default [`KeyTimings`]. Fails, saying
+    /// why, when a key URL breaks [`key_url`]'s rule or no TLS root
+    /// certificates could be loaded; fetches nothing yet.
     pub fn new(policy: BearerPolicy) -> Result<Self, String> {
         Self::with_keys(policy, KeyTimings::default(), Arc::new(SystemClock))
     }
@@ -145,7 +154,7 @@ impl BearerVerifier {
         Ok(Self { policy, keys: Arc::new(keys) })
     }
 
-    pub fn policy(&self) -> &BearerPolicy {
+    pub(crate) fn policy(&self) -> &BearerPolicy {
         &self.policy
     }
 
