@@ -41,12 +41,4 @@ async fn suite(feed: &dyn ChangeFeed) {
     assert_eq!(feed.lists().await.unwrap().tools.digest, "tools-v3");
 }
 
-#[tokio::test]
-async fn in_memory() {
-    suite(&InMemoryFeed::default()).await;
-}
-
-#[tokio::test]
-async fn dynamodb() {
-    suite(super::dynamo().await.as_ref()).await;
-}
+on_memory_and_dynamodb!(suite, InMemoryFeed::default());

@@ -105,16 +105,10 @@ async fn expiry(store: &dyn HandleStore) {
     assert_eq!(store.apply(&old, &Change::Touch, now + 5, now + 10_000).await.unwrap(), Lookup::Missing);
 }
 
-#[tokio::test]
-async fn in_memory() {
-    let store = InMemoryHandleStore::default();
-    suite(&store).await;
-    expiry(&store).await;
+/// The behaviour above, then expiry, on one store.
+async fn suite_and_expiry(store: &dyn HandleStore) {
+    suite(store).await;
+    expiry(store).await;
 }
 
-#[tokio::test]
-async fn dynamodb() {
-    let store = super::dynamo().await;
-    suite(store.as_ref()).await;
-    expiry(store.as_ref()).await;
-}
+on_memory_and_dynamodb!(suite_and_expiry, InMemoryHandleStore::default());

@@ -6,6 +6,22 @@
 //!
 //! Every port takes the time as an argument, so nothing here waits.
 
+/// The two tests of a suite over the table: `in_memory` on `$memory`,
+/// `dynamodb` on a fresh table of the emulator.
+macro_rules! on_memory_and_dynamodb {
+    ($suite:ident, $memory:expr) => {
+        #[tokio::test]
+        async fn in_memory() {
+            $suite(&$memory).await;
+        }
+
+        #[tokio::test]
+        async fn dynamodb() {
+            $suite(super::dynamo().await.as_ref()).await;
+        }
+    };
+}
+
 mod feed;
 mod handles;
 mod quota;

@@ -33,12 +33,4 @@ async fn suite(quota: &dyn CreationQuota) {
     assert!(!quota.take(&carol, 1).await.unwrap());
 }
 
-#[tokio::test]
-async fn in_memory() {
-    suite(&InMemoryQuota::default()).await;
-}
-
-#[tokio::test]
-async fn dynamodb() {
-    suite(super::dynamo().await.as_ref()).await;
-}
+on_memory_and_dynamodb!(suite, InMemoryQuota::default());

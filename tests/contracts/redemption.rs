@@ -19,12 +19,4 @@ async fn suite(ledger: &dyn RedemptionLedger) {
     assert_eq!(firsts, 1);
 }
 
-#[tokio::test]
-async fn in_memory() {
-    suite(&InMemoryLedger::default()).await;
-}
-
-#[tokio::test]
-async fn dynamodb() {
-    suite(super::dynamo().await.as_ref()).await;
-}
+on_memory_and_dynamodb!(suite, InMemoryLedger::default());

@@ -68,12 +68,4 @@ async fn suite(store: &dyn TaskStore) {
     assert_eq!(store.get(&key(&alice, &id), now).await.unwrap(), None, "an expired record is deleted when found");
 }
 
-#[tokio::test]
-async fn in_memory() {
-    suite(&InMemoryTaskStore::default()).await;
-}
-
-#[tokio::test]
-async fn dynamodb() {
-    suite(super::dynamo().await.as_ref()).await;
-}
+on_memory_and_dynamodb!(suite, InMemoryTaskStore::default());
