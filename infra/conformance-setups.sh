@@ -8,8 +8,8 @@
 # the run. Writes the number of passed checks to
 # $STATE_DIR/conformance-passed.txt.
 #
-#   bash infra/conformance-setups.sh   # the emulator running and bootstrapped
-#                                      # (infra/start-emulators.sh, infra/bootstrap.sh)
+#   bash infra/conformance-setups.sh   # after infra/install-tools.sh, infra/start-emulators.sh
+#                                      # and infra/bootstrap.sh, and a debug build of everything
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
@@ -19,7 +19,7 @@ cd "$ROOT"
 cleanup() {
   [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null || true
   [ -n "${worker_pid:-}" ] && kill "$worker_pid" 2>/dev/null || true
-  for name in everything-other split-proxy; do
+  for name in everything-aws everything-worker everything-other split-proxy; do
     [ -f "$STATE_DIR/$name.pid" ] && kill "$(cat "$STATE_DIR/$name.pid")" 2>/dev/null || true
     rm -f "$STATE_DIR/$name.pid"
   done
@@ -56,6 +56,7 @@ conformance core core "$port"
 conformance tasks-in-process tasks "$port"
 kill "$server_pid" 2>/dev/null || true
 wait "$server_pid" 2>/dev/null || true
+server_pid=""
 
 # The Lambda shape: KMS, DynamoDB and SQS in the emulator, the task worker
 # in a process of its own polling the queue.

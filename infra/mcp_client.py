@@ -102,22 +102,28 @@ def final_message(content_type, raw):
     raise ValueError("no response in the answer")
 
 
-def call(url, method, params=None, name=None, extra_headers=None, timeout=60):
+def call(url, method, params=None, name=None, capabilities=None, extra_headers=None, timeout=60):
     """One request to `url`; the response message (`result` or `error`).
-    `Mcp-Name` is `name`, else the tool or prompt name or resource URI in `params`."""
+    `Mcp-Name` is `name`, else what `params` names: the tool or prompt
+    (`name`), the resource (`uri`) or the task (`taskId`)."""
     import urllib.error
     import urllib.request
 
     params = params or {}
-    name = name if name is not None else params.get("name", params.get("uri"))
-    request_ = urllib.request.Request(url, data=request_body(method, params), method="POST",
+    if name is None:
+        name = params.get("name", params.get("uri", params.get("taskId")))
+    request_ = urllib.request.Request(url, data=request_body(method, params, capabilities=capabilities), method="POST",
                                       headers=dict(request_headers(method, name), **(extra_headers or {})))
     try:
         with urllib.request.urlopen(request_, timeout=timeout) as response:
-            return final_message(response.headers.get("Content-Type"), response.read())
+            status, content_type, raw = response.status, response.headers.get("Content-Type"), response.read()
     except urllib.error.HTTPError as error:
         # Refusals (4xx) still carry a JSON-RPC error body.
-        return final_message(error.headers.get("Content-Type"), error.read())
+        status, content_type, raw = error.code, error.headers.get("Content-Type"), error.read()
+    try:
+        return final_message(content_type, raw)
+    except ValueError as error:
+        raise ValueError(f"HTTP {status} from {url} with no JSON-RPC response: {raw[:300]!r}") from error
 
 
 def field(message, path):
@@ -138,7 +144,11 @@ def main(argv):
         raise SystemExit("usage: mcp_client.py URL METHOD [PARAMS_JSON] [FIELD]")
     url, method = argv[1], argv[2]
     params = json.loads(argv[3]) if len(argv) > 3 and argv[3] else {}
-    value = field(call(url, method, params), argv[4] if len(argv) > 4 else "")
+    message = call(url, method, params)
+    try:
+        value = field(message, argv[4] if len(argv) > 4 else "")
+    except (KeyError, IndexError, ValueError, TypeError):
+        raise SystemExit(f"mcp_client: no {argv[4]} in the answer to {method}: {json.dumps(message)[:500]}")
     print(value if isinstance(value, str) else json.dumps(value))
 
 

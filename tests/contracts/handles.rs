@@ -1,7 +1,7 @@
 //! `HandleStore`: owner-bound, expiring records with compare-and-set.
 
 use mcp_stateless::{
-    handles::{Change, HandleKind, HandleRecord, HandleStore, Lookup, memory::InMemoryHandleStore},
+    handles::{Change, HandleKind, HandleRecord, HandleStore, ItemKey, Lookup, memory::InMemoryHandleStore},
     protocol::context::Principal,
 };
 use serde_json::{Value, json};
@@ -48,9 +48,15 @@ async fn suite(store: &dyn HandleStore) {
     let created = record(&alice, json!({"title": "first", "lines": []}), now);
     store.create(&key, &created).await.unwrap();
 
-    // Read back as written; unknown and somebody else's look the same.
+    // Read back as written; unknown and somebody else's look the same,
+    // even under the very partition key (the owner is checked too).
     assert_eq!(found(store.get(&key, now).await.unwrap()), created);
     assert_eq!(store.get(&NOTES.key(&bob, &handle), now).await.unwrap(), Lookup::Missing);
+    let bobs_claim = ItemKey { owner: bob.binding_id(), ..key.clone() };
+    assert_eq!(store.get(&bobs_claim, now).await.unwrap(), Lookup::Missing);
+    assert_eq!(store.apply(&bobs_claim, &Change::Touch, now, now + 900).await.unwrap(), Lookup::Missing);
+    assert_eq!(store.replace(&bobs_claim, 1, &json!({}), now, now + 900).await.unwrap(), Lookup::Missing);
+    assert_eq!(store.delete(&bobs_claim, None, now).await.unwrap(), Lookup::Missing);
     assert_eq!(store.get(&NOTES.key(&alice, &NOTES.mint()), now).await.unwrap(), Lookup::Missing);
 
     // A create never overwrites (whether the adapter says so or not).

@@ -4,7 +4,8 @@
 //! every backend. A behaviour the server relies on is written here once;
 //! an adapter that differs fails its half.
 //!
-//! Every port takes the time as an argument, so nothing here waits.
+//! The ports that expire things take the time as an argument, so no test
+//! waits for a clock; only the SQS suite waits, for its own messages.
 
 /// The two tests of a suite over the table: `in_memory` on `$memory`,
 /// `dynamodb` on a fresh table of the emulator.

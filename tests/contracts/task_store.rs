@@ -46,6 +46,11 @@ async fn suite(store: &dyn TaskStore) {
     assert_eq!(store.input(&key(&alice, &id)).await.unwrap(), Some(input(&alice)));
     assert_eq!(store.get(&key(&bob, &id), now).await.unwrap(), None);
     assert_eq!(store.input(&key(&bob, &id)).await.unwrap(), None);
+    // Somebody else's claim on the very partition key finds nothing either.
+    let bobs_claim = ItemKey { owner: bob.binding_id(), ..key(&alice, &id) };
+    assert_eq!(store.get(&bobs_claim, now).await.unwrap(), None);
+    assert_eq!(store.input(&bobs_claim).await.unwrap(), None);
+    assert_eq!(store.replace(&bobs_claim, 1, &created).await.unwrap(), Replaced::Conflict);
     assert_eq!(store.get(&key(&alice, &TASK_IDS.mint()), now).await.unwrap(), None);
 
     // A create never overwrites (whether the adapter says so or not).

@@ -6,8 +6,9 @@
 //! # The item map
 //! Key schema: a string partition key `pk` and nothing else; `expires_at`
 //! (epoch seconds) is the table's TTL attribute (DynamoDB deletes expired
-//! items within days, so every read checks expiry itself). Every item an
-//! owner writes has a key derived from the owner, and the roles'
+//! items within days, so every read checks expiry itself). Handles, tasks
+//! and counts have keys derived from their owner; single-use records and
+//! the feed are keyed by what they record. The roles'
 //! `dynamodb:LeadingKeys` in `template.yaml` name exactly these prefixes.
 //!
 //! | `pk` | attributes | written by |

@@ -55,7 +55,7 @@ macro_rules! server_methods {
             _request: Option<::rmcp::model::PaginatedRequestParams>,
             _context: ::rmcp::service::RequestContext<::rmcp::RoleServer>,
         ) -> Result<::rmcp::model::ListPromptsResult, ::rmcp::ErrorData> {
-            Ok(::rmcp::model::ListPromptsResult::with_all_items(self.$registry.list_prompts()))
+            Ok(::rmcp::model::ListPromptsResult::with_all_items(self.$registry.list_prompts()?))
         }
 
         async fn list_resources(

@@ -22,8 +22,9 @@ use rmcp::{
         tool::ToolCallContext,
     },
     model::{
-        CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse, ListToolsResult, ProtocolVersion,
-        ReadResourceResult, Resource, ResourceTemplate, ResourcesCapability, ServerCapabilities, ServerConfig, Tool,
+        CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestMethod, GetPromptRequestParams, GetPromptResponse,
+        ListPromptsRequestMethod, ListToolsResult, ProtocolVersion, ReadResourceResult, Resource, ResourceTemplate, ResourcesCapability,
+        ServerCapabilities, ServerConfig, Tool,
     },
     service::RequestContext,
 };
@@ -156,18 +157,26 @@ impl<S: Send + Sync + 'static> Registry<S> {
         protocol::supported_protocol_versions()
     }
 
-    /// `prompts/list`.
-    pub fn list_prompts(&self) -> Vec<rmcp::model::Prompt> {
-        self.prompts.list_all()
+    /// `prompts/list`; -32601 for a server with no prompts, which
+    /// advertises none (as rmcp answers then).
+    pub fn list_prompts(&self) -> Result<Vec<rmcp::model::Prompt>, ErrorData> {
+        match self.capabilities.prompts {
+            Some(_) => Ok(self.prompts.list_all()),
+            None => Err(ErrorData::method_not_found::<ListPromptsRequestMethod>()),
+        }
     }
 
-    /// `prompts/get` through the prompt routes, on `server`.
+    /// `prompts/get` through the prompt routes, on `server`; -32601 for a
+    /// server with no prompts.
     pub async fn get_prompt(
         &self,
         server: &S,
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        if self.capabilities.prompts.is_none() {
+            return Err(ErrorData::method_not_found::<GetPromptRequestMethod>());
+        }
         self.prompts.get_prompt(PromptContext::new(server, request.name, request.arguments, context)).await
     }
 

@@ -107,3 +107,11 @@ async fn listen_digests_follow_the_registered_lists() {
     // Not computed where no stream could use them.
     assert!(digests(Registry::builder(&deps(false)).tools(Fixture::greetings()).build()).is_none());
 }
+
+#[tokio::test]
+async fn a_server_without_prompts_answers_prompts_list_as_rmcp_does() {
+    let tools_only = Registry::<Fixture>::builder(&deps(true)).tools(Fixture::greetings()).build();
+    assert_eq!(tools_only.list_prompts().unwrap_err().code, rmcp::model::ErrorCode::METHOD_NOT_FOUND);
+    let with_prompts = Registry::<Fixture>::builder(&deps(true)).prompts(Fixture::prompts()).build();
+    assert_eq!(with_prompts.list_prompts().unwrap().len(), 1);
+}
