@@ -90,6 +90,23 @@ bash infra/start-emulators.sh
   cargo bench --locked -p e2e --bench bearer 2>>"$STATE_DIR/bench-build.log" | grep -v '^$'
 )
 
+# Cold starts as Lambda bills them (infra/lambda_cold_start_bench.py): the
+# same native binary, the reference function built the same way beside it,
+# and the reference as anyone builds it (aws-lc's defaults: jitter entropy
+# on, which .cargo/config.toml turns off for this project's builds).
+env CARGO_TARGET_DIR="$TARGET/bench-native" \
+  "$native_flags=$(lambda_rustflags | sed 's/-C target-cpu=[^ ]* //')" \
+  cargo build --locked --release --target "$native" -p lambda-reference 2>&1 | tail -n 1
+env CARGO_TARGET_DIR="$TARGET/bench-native-aws-lc-defaults" AWS_LC_SYS_NO_JITTER_ENTROPY=0 \
+  "$native_flags=$(lambda_rustflags | sed 's/-C target-cpu=[^ ]* //')" \
+  cargo build --locked --release --target "$native" -p lambda-reference 2>&1 | tail -n 1
+say "cold starts as Lambda bills them: Init and first answers over TLS at Lambda's CPU share, beside a reference function"
+"$VENV/bin/python" "$ROOT/infra/lambda_cold_start_bench.py" --project "$binary" \
+  --reference "$TARGET/bench-native/$native/release/lambda-reference" \
+  --default-reference "$TARGET/bench-native-aws-lc-defaults/$native/release/lambda-reference" \
+  --env "$STATE_DIR/local.env" --starts "${COLD_STARTS:-20}" --memory "${COLD_MEMORY:-128,256,512,1024}" ||
+  say "the Lambda cold-start bench did not run (see above)"
+
 # Task latency (debug build of the conformance fixtures): tools/call to
 # CreateTaskResult, and task creation to worker start, with the in-process
 # worker of `cargo run` and with a separate worker on the emulator's queue.

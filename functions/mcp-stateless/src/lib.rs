@@ -131,17 +131,17 @@ where
 {
     edge::request_log::use_metrics_namespace(&settings.metrics_namespace);
     let deps = settings.configure(deps);
-    let subscriptions = deps.subscriptions.clone();
     let mut endpoint = McpEndpoint::new(build_handler(deps), settings.edge).with_resource_metadata(settings.resource_metadata);
     if let Some(bearer) = settings.bearer {
         endpoint = endpoint.with_bearer(edge::bearer::BearerVerifier::new(bearer).map_err(StartError::Config)?);
     }
     let endpoint = Arc::new(endpoint);
-    // Streams held by instances of an older deployment learn from this
-    // that the lists changed (one read per cold start where streams exist).
-    if let Err(error) = subscriptions.record_live().await {
-        tracing::warn!(%error, "could not record this deployment's lists in the change feed");
-    }
+    // This build's lists are recorded in the change feed by its first
+    // listen stream (`Subscriptions::listen`), not here: at the start it
+    // would hold Init for a TLS handshake and a round trip on every cold
+    // start, streams or none (docs/benchmarks.md, "Cold starts as Lambda
+    // bills them"). Older builds' streams learn of this one then, or close
+    // at the end of their lifetime and listen again, here.
     match settings.mode {
         Mode::Lambda => edge::lambda::serve_lambda(endpoint).await.map_err(StartError::Lambda),
         Mode::Local => {

@@ -66,7 +66,9 @@ impl Subscriptions {
         if let Some(deadline) = deadline {
             lifetime = lifetime.min(deadline.saturating_duration_since(std::time::Instant::now()).saturating_sub(DEADLINE_MARGIN));
         }
-        // A cold start that could not record its lists tries again here.
+        // This build's lists become the live ones at its first stream (and
+        // at each later one until that succeeded): older builds' streams
+        // then notify their clients and close.
         if let Err(error) = self.record_live().await {
             tracing::warn!(%error, "could not record this deployment's lists in the change feed");
         }

@@ -124,8 +124,8 @@ impl Subscriptions {
         self.digests.get()
     }
 
-    /// Records this build's lists as the live ones (at cold start, and at
-    /// a stream's start until that succeeded): streams held by older
+    /// Records this build's lists as the live ones (at a stream's start,
+    /// until that succeeded once in this instance): streams held by older
     /// instances then notify their clients and close. Only where streams
     /// exist.
     pub async fn record_live(&self) -> Result<(), StoreError> {

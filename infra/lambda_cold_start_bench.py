@@ -1,0 +1,217 @@
+"""Cold starts as Lambda bills them: a function binary started as Lambda
+starts it (a stand-in Runtime API, infra/runtime_api.py), against the
+emulator behind TLS (infra/tls_front.py: one port per service, a throwaway
+CA trusted through SSL_CERT_FILE), held to the CPU share of a memory size
+by a CFS quota (cgroup v1; Lambda gives one vCPU at 1,769 MB), beside a
+reference function (tests/reference: lambda_http and the same AWS SDK
+crates making the same AWS calls, nothing else) built the same way.
+
+For each memory size and transport (buffered: HTTP API v2 events, whole
+answers; streaming: REST v1 events, streamed answers), each kind of request
+is the first one after Init in cold starts of its own, interleaved with the
+reference's: Init (exec to the first `next` poll), then the first and the
+tenth answer of that kind. Reported as medians (p90) of wall and CPU time,
+with the ratio to the reference. Figures hold for this machine only; the
+ratios are the point.
+
+usage: lambda_cold_start_bench.py --project BIN --reference BIN --env FILE
+       [--default-reference BIN] [--starts 20] [--memory 256[,128,...]]
+       [--transports buffered,streaming] [--kinds discover,sealed,handle,task]
+(FILE: the emulator's variables, .tmp/local.env, as infra/bootstrap.sh writes it.
+--default-reference: the reference as anyone builds it, with aws-lc's default
+settings, measured too and compared with on Init + first answer.)
+"""
+
+import argparse
+import copy
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+
+import mcp_client
+import runtime_api
+import tls_front
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+ONE_VCPU_MB = 1769
+PERIOD_US = 100_000
+CGROUP = pathlib.Path("/sys/fs/cgroup/cpu")
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+# kind: (method, tool, arguments, capabilities, what the project's answer holds)
+KINDS = {
+    "discover": ("server/discover", None, None, {}, '"supportedVersions"'),
+    "sealed": ("tools/call", "plan_reminder", {}, {"elicitation": {"form": {}}}, '"requestState"'),
+    "handle": ("tools/call", "create_basket", {}, {}, "Created basket"),
+    "task": ("tools/call", "build_report", {"topic": "tides", "sections": 1}, TASKS, '"task"'),
+}
+
+
+def event(transport, kind, subject):
+    """The API Gateway event for one request of `kind` by caller `subject`
+    (one per cold start: per-caller caps would refuse a long run's baskets)."""
+    method, tool, arguments, capabilities, _ = KINDS[kind]
+    params = {} if tool is None else {"name": tool, "arguments": arguments}
+    body = json.dumps(mcp_client.request(method, params, capabilities=capabilities))
+    headers = dict(mcp_client.request_headers(method, tool))
+    if transport == "buffered":
+        e = copy.deepcopy(json.loads((ROOT / "tests/fixtures/apigw-v2-tools-list.json").read_text()))
+        e["headers"] = {**{k: v for k, v in e["headers"].items() if not k.startswith("mcp-")},
+                        **{k.lower(): v for k, v in headers.items()}}
+        e["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = subject
+    else:
+        e = copy.deepcopy(json.loads((ROOT / "tests/fixtures/apigw-rest-whoami.json").read_text()))
+        e["headers"] = {**{k: v for k, v in e["headers"].items() if not k.lower().startswith("mcp-")}, **headers}
+        e["multiValueHeaders"] = {k: [v] for k, v in e["headers"].items()}
+        e["requestContext"]["authorizer"]["claims"]["sub"] = subject
+    e["headers"].pop("x-mcp-dev-principal", None)
+    e.get("multiValueHeaders", {}).pop("x-mcp-dev-principal", None)
+    e["body"] = body
+    return e
+
+
+def cpu_ns(pid):
+    """Time on CPU of every thread of `pid` so far (schedstat, nanoseconds)."""
+    total = 0
+    for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
+
+
+def cgroup_for(memory_mb):
+    """A cgroup holding its processes to the CPU share of `memory_mb`."""
+    group = CGROUP / f"mcp-bench-{memory_mb}"
+    group.mkdir(exist_ok=True)
+    (group / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+    quota = PERIOD_US if memory_mb >= ONE_VCPU_MB else round(PERIOD_US * memory_mb / ONE_VCPU_MB)
+    (group / "cpu.cfs_quota_us").write_text(str(quota))
+    return group
+
+
+def cold_start(binary, environment, group, transport, kind, repeats):
+    """One cold start: Init, then `repeats` answers of `kind`.
+    Answers {init_wall, init_cpu, first_wall, first_cpu, last_wall, last_cpu} in seconds."""
+    api = runtime_api.RuntimeApi()
+    env = dict(environment, AWS_LAMBDA_RUNTIME_API=api.address)
+
+    def enter_cgroup():
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+
+    began = time.perf_counter()
+    process = subprocess.Popen([binary], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=enter_cgroup)
+    try:
+        while not api.polls:
+            if process.poll() is not None:
+                raise RuntimeError(f"{binary} exited during Init: {process.stderr.read().decode()[-2000:]}")
+            time.sleep(0.0005)
+        out = {"init_wall": api.polls[0] - began, "init_cpu": cpu_ns(process.pid) / 1e9}
+        expected = KINDS[kind][4]
+        request = json.dumps(event(transport, kind, f"bench-{os.urandom(6).hex()}")).encode()
+        for n in range(1, repeats + 1):
+            before_cpu = cpu_ns(process.pid)
+            pushed = time.perf_counter()
+            api.push(request)
+            _, finished, status, body = api.answer(timeout=120)
+            wall, cpu = finished - pushed, (cpu_ns(process.pid) - before_cpu) / 1e9
+            if status != 200 or expected.encode() not in body:
+                raise RuntimeError(f"{pathlib.Path(binary).name} answered {kind} with {status}: {body[:400]!r}")
+            if n == 1:
+                out["first_wall"], out["first_cpu"] = wall, cpu
+            out["last_wall"], out["last_cpu"] = wall, cpu
+        return out
+    finally:
+        process.kill()
+        process.wait()
+        api.close()
+
+
+def p(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--project", required=True)
+    parser.add_argument("--reference", required=True)
+    parser.add_argument("--default-reference")
+    parser.add_argument("--env", required=True)
+    parser.add_argument("--starts", type=int, default=20)
+    parser.add_argument("--memory", default="256")
+    parser.add_argument("--transports", default="buffered,streaming")
+    parser.add_argument("--kinds", default=",".join(KINDS))
+    args = parser.parse_args()
+
+    if not os.access(CGROUP, os.W_OK):
+        sys.exit(f"lambda cold-start bench: {CGROUP} is not writable (cgroup v1's CPU controller, as root): "
+                 "cannot hold the function to Lambda's CPU share")
+    emulator = dict(line.split("=", 1) for line in pathlib.Path(args.env).read_text().split("\n")
+                    if "=" in line and not line.startswith("#"))
+    emulator = {k.removeprefix("export "): v.strip().strip('"') for k, v in emulator.items()}
+    endpoint = emulator["AWS_ENDPOINT_URL"].removeprefix("http://").split(":")
+    bundle, certificate, key = tls_front.make_ca(ROOT / ".tmp/bench-tls")
+    fronts = {service: tls_front.TlsFront((endpoint[0], int(endpoint[1])), certificate, key)
+              for service in ("KMS", "DYNAMODB", "SQS")}
+    base = {
+        "PATH": "/usr/bin:/bin", "SSL_CERT_FILE": str(bundle),
+        "AWS_LAMBDA_FUNCTION_NAME": "bench", "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+        "AWS_LAMBDA_LOG_STREAM_NAME": "bench", "AWS_LAMBDA_LOG_GROUP_NAME": "bench",
+        "AWS_REGION": emulator.get("AWS_REGION", "eu-west-1"),
+        "AWS_ACCESS_KEY_ID": emulator["AWS_ACCESS_KEY_ID"], "AWS_SECRET_ACCESS_KEY": emulator["AWS_SECRET_ACCESS_KEY"],
+        "AWS_SESSION_TOKEN": emulator.get("AWS_SESSION_TOKEN", "bench"),
+        "MCP_STATE_KEY_ID": emulator["MCP_STATE_KEY_ID"], "MCP_TABLE_NAME": emulator["MCP_TABLE_NAME"],
+        "MCP_TASK_QUEUE_URL": emulator["MCP_TASK_QUEUE_URL"], "MCP_AUDIENCE": emulator.get("MCP_AUDIENCE", "bench"),
+        "MCP_LOG_LEVEL": "warn",
+        **{f"AWS_ENDPOINT_URL_{service}": f"https://localhost:{front.port}" for service, front in fronts.items()},
+    }
+    kinds = args.kinds.split(",")
+    print(f"lambda cold starts: {args.starts} interleaved cold starts per kind and function; "
+          "wall and CPU ms, median (p90); ratio = this project / the reference")
+    for memory in [int(m) for m in args.memory.split(",")]:
+        group = cgroup_for(memory)
+        for transport in args.transports.split(","):
+            env = dict(base, AWS_LAMBDA_FUNCTION_MEMORY_SIZE=str(memory), MCP_TRANSPORT=transport)
+            if transport == "streaming":
+                env["MCP_BASE_PATH"] = "/api"
+            functions = [("project", args.project), ("reference", args.reference)]
+            if args.default_reference:
+                functions.append(("default", args.default_reference))
+            runs = {(f, k): [] for f, _ in functions for k in kinds}
+            for _ in range(args.starts):
+                for kind in kinds:
+                    for function, binary in functions:
+                        runs[(function, kind)].append(cold_start(binary, env, group, transport, kind, 10))
+            share = min(1.0, memory / ONE_VCPU_MB)
+            print(f"\n{memory} MB ({share * 100:.1f} % of a vCPU), {transport}:")
+            print("| kind | figure | project wall | reference wall | ratio | project CPU | reference CPU | ratio |")
+            print("|---|---|---|---|---|---|---|---|")
+            for kind in kinds:
+                for figure, parts in (("Init", ("init",)), ("Init + first", ("init", "first")), ("tenth", ("last",))):
+                    row = [kind, figure]
+                    for measure in ("wall", "cpu"):
+                        medians = []
+                        for function in ("project", "reference"):
+                            values = [sum(r[f"{part}_{measure}"] for part in parts) * 1000 for r in runs[(function, kind)]]
+                            medians.append(statistics.median(values))
+                            row.append(f"{medians[-1]:.1f} ({p(values, 0.9):.1f})")
+                        row.append(f"{medians[0] / medians[1]:.2f}x" if medians[1] else "-")
+                    print("| " + " | ".join(row) + " |")
+            if args.default_reference:
+                for kind in kinds:
+                    project, default = (statistics.median((r["init_wall"] + r["first_wall"]) * 1000 for r in runs[(f, kind)])
+                                        for f in ("project", "default"))
+                    print(f"{kind}: Init + first answer {project:.1f} ms against the reference built with aws-lc's "
+                          f"defaults {default:.1f} ms ({project / default:.2f}x)")
+    for front in fronts.values():
+        front.close()
+
+
+if __name__ == "__main__":
+    main()
