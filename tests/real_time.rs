@@ -97,6 +97,21 @@ async fn the_buffered_transport_answers_whole_and_advertises_no_listen() {
 }
 
 #[tokio::test]
+async fn listen_turned_off_where_answers_stream_advertises_nothing_and_answers_method_not_found() {
+    // MCP_LISTEN=off (the template's Listen=off) on the streaming transport.
+    let addr = spawn(everything_with(deps_with(quick(false), Arc::default()), Transport::Streaming)).await;
+    let discover = post(addr, &request(1, "server/discover", json!({}), json!({}))).await.json();
+    let capabilities = &discover["result"]["capabilities"];
+    for list in ["tools", "prompts", "resources"] {
+        assert!(capabilities[list].get("listChanged").is_none(), "{capabilities}");
+    }
+    assert!(capabilities["resources"].get("subscribe").is_none(), "{capabilities}");
+    let listen = post(addr, &listen(2, json!({"toolsListChanged": true}), json!({}))).await;
+    let message = listen.message();
+    assert_eq!(message["error"]["code"], -32601, "{message}");
+}
+
+#[tokio::test]
 async fn a_stream_acknowledges_first_tags_every_frame_and_honours_its_filter() {
     let addr = local_everything().await;
     let mut prompts_only = EventStream::open(addr, &listen(41, json!({"promptsListChanged": true}), json!({})), None).await;

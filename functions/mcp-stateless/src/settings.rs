@@ -37,7 +37,8 @@ pub struct Settings {
     /// `edge.transport`, and `MCP_ALLOWED_HOSTS`, `MCP_ALLOWED_ORIGINS`,
     /// `MCP_MAX_BODY_BYTES`.
     pub edge: EdgePolicy,
-    /// `MCP_LISTEN_SECONDS`, `MCP_FEED_POLL_MS`, `MCP_LISTEN_MAX_PER_OWNER`;
+    /// `MCP_LISTEN` (`on`, the default, or `off`), `MCP_LISTEN_SECONDS`,
+    /// `MCP_FEED_POLL_MS`, `MCP_LISTEN_MAX_PER_OWNER`;
     /// enabled where answers stream.
     pub listen: ListenPolicy,
     /// `MCP_WORKER_TIMEOUT_SECONDS` and the `MCP_TASK_*` variables.
@@ -103,7 +104,15 @@ impl Settings {
             max_body_bytes: variables.number("MCP_MAX_BODY_BYTES", "a byte count")?.unwrap_or(DEFAULT_MAX_BODY_BYTES),
             transport,
         };
-        let defaults = ListenPolicy::new(transport == Transport::Streaming);
+        // Listen streams need answers that stream, and a deployment may turn
+        // them off there too: each open stream holds an invocation for its
+        // lifetime, which clients may open on their own (docs/reference.md).
+        let listen_on = match variables.text("MCP_LISTEN").as_deref() {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => return Err(format!("MCP_LISTEN must be on or off, not {other:?}")),
+        };
+        let defaults = ListenPolicy::new(transport == Transport::Streaming && listen_on);
         let listen = ListenPolicy {
             lifetime: variables.seconds("MCP_LISTEN_SECONDS")?.unwrap_or(defaults.lifetime),
             // Shorter polls would only cost reads.
@@ -238,10 +247,13 @@ mod tests {
             (Mode::Lambda, &[][..], false),
             (Mode::Lambda, &[("MCP_TRANSPORT", "streaming")][..], true),
             (Mode::Local, &[("MCP_TRANSPORT", " buffered ")][..], false),
+            (Mode::Lambda, &[("MCP_TRANSPORT", "streaming"), ("MCP_LISTEN", "off")][..], false),
+            (Mode::Local, &[("MCP_LISTEN", "on")][..], true),
         ] {
             let settings = read(mode, pairs).unwrap();
-            assert_eq!(settings.edge.transport == Transport::Streaming, streams, "{mode:?} {pairs:?}");
-            assert_eq!(settings.listen.enabled, streams, "listen is served exactly where answers stream");
+            let off = pairs.contains(&("MCP_LISTEN", "off"));
+            assert_eq!(settings.edge.transport == Transport::Streaming, streams || off, "{mode:?} {pairs:?}");
+            assert_eq!(settings.listen.enabled, streams, "listen is served where answers stream, unless turned off");
         }
     }
 
@@ -251,6 +263,7 @@ mod tests {
             ("MCP_TRANSPORT", "stream", "buffered or streaming"),
             ("MCP_MAX_BODY_BYTES", "1MB", "a byte count"),
             ("MCP_LISTEN_SECONDS", "five", "a number of seconds"),
+            ("MCP_LISTEN", "yes", "on or off"),
             ("MCP_FEED_POLL_MS", "-1", "milliseconds"),
             ("MCP_LISTEN_MAX_PER_OWNER", "lots", "a count of streams"),
             ("MCP_WORKER_TIMEOUT_SECONDS", "300s", "a number of seconds"),
