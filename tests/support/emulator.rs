@@ -190,13 +190,10 @@ pub async fn deps_with_kms_at(kms_endpoint: &str, key: &str, table: &str, audien
     let kms_config = aws_sdk_kms::config::Builder::from(&sdk).endpoint_url(kms_endpoint).build();
     let keys = mcp_aws::KmsDataKeys::new(aws_sdk_kms::Client::from_conf(kms_config), key, audience, Default::default());
     let store = Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table));
+    let sealer = Arc::new(EnvelopeSealer::new(keys).with_clock(clock.clone()));
     Dependencies {
-        request_states: RequestStates::new(
-            Arc::new(EnvelopeSealer::new(keys).with_clock(clock.clone())),
-            store.clone(),
-            clock.clone(),
-            audience,
-        ),
+        request_states: RequestStates::new(sealer.clone(), store.clone(), clock.clone(), audience),
+        sessions: mcp_stateless::sessions::LegacySessions::new(sealer, store.clone(), clock.clone(), audience),
         handles: Handles::new(store.clone(), clock.clone()),
         tasks: mcp_stateless::tasks::TaskBackend::in_process_with_store(store.clone(), clock.clone()),
         subscriptions: mcp_stateless::subscriptions::Subscriptions::new(

@@ -27,6 +27,7 @@ use mcp_stateless::{
     quota::{CreationQuota, InMemoryQuota},
     sealed::redemption::{InMemoryLedger, RedemptionLedger},
     sealed::request_state::{EnvelopeSealer, InProcessKey, RequestStateSealer},
+    sessions::LegacySessions,
     subscriptions::{ChangeFeed, InMemoryFeed, ListenPolicy, Subscriptions},
     tasks::{
         TaskBackend, TaskPolicy, TaskTools, TaskWorker,
@@ -97,7 +98,8 @@ pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>,
         _ => TaskBackend::in_process_with_store(task_store, clock.clone()),
     };
     Dependencies {
-        request_states: RequestStates::new(sealer, ledger, clock.clone(), audience),
+        request_states: RequestStates::new(sealer.clone(), ledger, clock.clone(), audience),
+        sessions: LegacySessions::new(sealer, store.clone(), clock.clone(), audience),
         handles: Handles::new(store, clock.clone()).with_quota(quota.clone()),
         tasks: tasks.with_quota(quota.clone()),
         // Served where answers stream; the start applies the settings

@@ -15,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["handles"],
     &["tasks"],
     &["subscriptions"],
+    &["sessions"],
     &["server", "testing", "prelude"],
     &["edge"],
     &["settings"],

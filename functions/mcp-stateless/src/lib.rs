@@ -14,6 +14,8 @@
 //!   prompts, resources), and everything it publishes derived from that
 //!   (`Registry`, `server_methods!`), and [`testing`], helpers for
 //!   tools' unit tests; [`prelude`] re-exports what tool authors name;
+//! - [`sessions`]: 2025-era clients' sessions, sealed into their
+//!   `Mcp-Session-Id` (`LegacySessions`);
 //! - [`subscriptions`]: `subscriptions/listen` streams that report what
 //!   any instance changed (`Subscriptions`, the change feed);
 //! - [`tasks`]: tool calls that outlive one invocation (`Tasks`, the
@@ -47,6 +49,7 @@ pub mod quota;
 pub mod random;
 pub mod sealed;
 pub mod server;
+pub mod sessions;
 pub mod settings;
 pub mod storage;
 pub mod subscriptions;
@@ -131,7 +134,9 @@ where
 {
     edge::request_log::use_metrics_namespace(&settings.metrics_namespace);
     let deps = settings.configure(deps);
-    let mut endpoint = McpEndpoint::new(build_handler(deps), settings.edge).with_resource_metadata(settings.resource_metadata);
+    let sessions = deps.sessions.clone();
+    let mut endpoint =
+        McpEndpoint::new(build_handler(deps), settings.edge).with_resource_metadata(settings.resource_metadata).with_sessions(sessions);
     if let Some(bearer) = settings.bearer {
         endpoint = endpoint.with_bearer(edge::bearer::BearerVerifier::new(bearer).map_err(StartError::Config)?);
     }

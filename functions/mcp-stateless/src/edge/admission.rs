@@ -9,14 +9,16 @@ use serde_json::Value;
 
 use crate::{
     edge::{
+        era::{self, Claimed},
         error::EdgeError,
+        legacy::LegacyRequest,
         policy::{EdgePolicy, MCP_PATH},
         protected_resource::ResourceMetadata,
         request_log::RequestLog,
     },
     protocol::{
         self, SUPPORTED_VERSIONS,
-        context::{CallContext, EntryFacts},
+        context::{CallContext, EntryFacts, Principal},
     },
     subscriptions::TaskIdsFilter,
 };
@@ -29,6 +31,10 @@ pub(super) enum Admitted {
     Other(http::Request<Bytes>, Option<Value>),
     /// Not MCP: answered at the edge (protected resource metadata).
     Answered(http::Response<Bytes>),
+    /// A 2025-era client's request: `legacy.rs` serves it.
+    Legacy(LegacyRequest),
+    /// `DELETE`: a 2025-era client ends its session.
+    EndSession(http::Request<Bytes>, Principal),
 }
 
 /// The checks, against what this edge allows and publishes.
@@ -62,6 +68,9 @@ impl Admission<'_> {
         if facts.unidentified {
             return Err((EdgeError::Unidentified, None));
         }
+        if request.method() == Method::DELETE {
+            return Ok(Admitted::EndSession(request, facts.principal));
+        }
         if request.method() != Method::POST {
             return Err((EdgeError::MethodNotAllowed, None));
         }
@@ -72,7 +81,7 @@ impl Admission<'_> {
             return Err((EdgeError::BodyTooLarge { limit: self.policy.max_body_bytes }, None));
         }
         let message: Value = serde_json::from_slice(request.body()).map_err(|_| (EdgeError::Parse, None))?;
-        let object = match &message {
+        let object = match message {
             Value::Object(object) => object,
             Value::Array(_) => return Err((EdgeError::Batch, None)),
             _ => return Err((EdgeError::NotAnObject, None)),
@@ -87,6 +96,13 @@ impl Admission<'_> {
         if id.is_none() {
             // Notifications carry no `_meta` requirement; rmcp answers 202.
             return Ok(Admitted::Other(request, None));
+        }
+        match era::of(method, &object, request.headers()).map_err(|e| (e, id.clone()))? {
+            Claimed::Modern => {}
+            Claimed::Legacy(version) => {
+                let (id, method) = (id.unwrap_or(Value::Null), method.to_owned());
+                return Ok(Admitted::Legacy(LegacyRequest { request, message: object, id, method, version, principal: facts.principal }));
+            }
         }
         if method == "initialize" {
             // Before the `_meta` check a legacy client's handshake would fail

@@ -25,10 +25,13 @@ use rmcp::{
 use serde_json::Value;
 
 use crate::{
+    clock::SystemClock,
     deployment::Transport,
     edge::{
         admission::{Admission, Admitted, is_json},
         bearer::BearerVerifier,
+        error::EdgeError,
+        legacy::{self, Legacy, LegacyInfo, Step},
         policy::{EdgePolicy, MCP_PATH},
         protected_resource::ResourceMetadata,
         request_log::RequestLog,
@@ -36,10 +39,16 @@ use crate::{
         stamp,
         stream::{self, EdgeBody, Rewrite},
     },
+    handles::memory::InMemoryHandleStore,
     metrics,
-    protocol::context::{CallContext, EntryFacts},
+    protocol::context::{CallContext, EntryFacts, Era},
+    sealed::request_state::{EnvelopeSealer, InProcessKey},
+    sessions::LegacySessions,
     subscriptions::TaskIdsFilter,
 };
+
+/// Looks up a tool's input schema by name.
+type ToolSchemas = dyn Fn(&str) -> Option<Arc<rmcp::model::JsonObject>> + Send + Sync;
 
 /// The edge around one server: every request an entry point receives goes
 /// through [`handle`](Self::handle) or
@@ -55,6 +64,13 @@ pub struct McpEndpoint<S: ServerHandler> {
     resource_metadata: ResourceMetadata,
     /// Tokens verified here (`AuthMode=jwt` behind a REST API).
     bearer: Option<Arc<BearerVerifier>>,
+    /// 2025-era clients' sessions.
+    sessions: LegacySessions,
+    /// What their `initialize` answers.
+    legacy_info: LegacyInfo,
+    /// The handler's tools' input schemas, for the headers a legacy
+    /// request gets when it is served as a modern one.
+    tool_schemas: Arc<ToolSchemas>,
 }
 
 impl<S: ServerHandler + Clone> McpEndpoint<S> {
@@ -76,10 +92,39 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             .with_max_request_body_bytes(policy.max_body_bytes)
             .disable_allowed_hosts()
             .disable_allowed_origins();
-        let server_info = Arc::new(serde_json::to_value(handler.get_info().server_info).unwrap_or_default());
+        let info = handler.get_info();
+        let server_info = Arc::new(serde_json::to_value(&info.server_info).unwrap_or_default());
+        let legacy_info = LegacyInfo::new(&info);
+        let tools = handler.clone();
+        let tool_schemas: Arc<ToolSchemas> = Arc::new(move |name: &str| tools.get_tool(name).map(|tool| tool.input_schema));
         let rmcp = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(NeverSessionManager::default()), config);
         let server_info_text = Arc::from(server_info.to_string());
-        Self { rmcp, policy: Arc::new(policy), server_info, server_info_text, resource_metadata: ResourceMetadata::default(), bearer: None }
+        // Until `with_sessions` gives the deployment's: sealed under a key
+        // of this process, as `Dependencies::in_process` does.
+        let sessions = LegacySessions::new(
+            Arc::new(EnvelopeSealer::new(InProcessKey::generate())),
+            Arc::new(InMemoryHandleStore::default()),
+            Arc::new(SystemClock),
+            "local",
+        );
+        Self {
+            rmcp,
+            policy: Arc::new(policy),
+            server_info,
+            server_info_text,
+            resource_metadata: ResourceMetadata::default(),
+            bearer: None,
+            sessions,
+            legacy_info,
+            tool_schemas,
+        }
+    }
+
+    /// Keeps 2025-era clients' sessions in `sessions` (the deployment's
+    /// keys and table: `Dependencies::sessions`).
+    pub fn with_sessions(mut self, sessions: LegacySessions) -> Self {
+        self.sessions = sessions;
+        self
     }
 
     /// Publishes `metadata` (none by default: auth off).
@@ -158,14 +203,32 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                 }
             }
         }
-        match (Admission { policy: &self.policy, metadata: &self.resource_metadata }).admit(request, log, stream) {
+        let admission = Admission { policy: &self.policy, metadata: &self.resource_metadata };
+        match admission.admit(request, log, stream) {
             Ok(Admitted::Request(request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, stream).await,
             Ok(Admitted::Other(request, id)) => self.dispatch(request, None, id, log, stream).await,
             Ok(Admitted::Answered(response)) => Reply::Whole(response),
-            Err((error, id)) => {
-                log.error_code = Some(error.code());
-                Reply::Whole(error.into_response(id))
+            Ok(Admitted::EndSession(request, principal)) => Reply::Whole(legacy::end_session(&self.sessions, &request, &principal).await),
+            Ok(Admitted::Legacy(call)) => {
+                let legacy = Legacy { sessions: &self.sessions, info: &self.legacy_info, tool_schema: &*self.tool_schemas };
+                match legacy.step(call).await {
+                    Step::Answered(response) => Reply::Whole(response),
+                    // The modern request it means passes every modern
+                    // check, then is served, and answered, for its era.
+                    Step::Serve(request, era) => match admission.admit(request, log, stream) {
+                        Ok(Admitted::Request(mut request, mut ctx, id)) => {
+                            if let Some(attached) = request.extensions_mut().get_mut::<CallContext>() {
+                                attached.era = era.clone();
+                            }
+                            ctx.era = era;
+                            self.dispatch(request, Some(ctx), id, log, stream).await
+                        }
+                        Ok(_) => Reply::Whole(refused(log, EdgeError::NotAnObject, None)),
+                        Err((error, id)) => Reply::Whole(refused(log, error, id)),
+                    },
+                }
             }
+            Err((error, id)) => Reply::Whole(refused(log, error, id)),
         }
     }
 
@@ -200,7 +263,10 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             None => handled.await,
         };
         let (mut parts, body) = response.into_parts();
-        let mut finish = FinalRewrite { ctx, server_info: self.server_info.clone(), task_ids, request_id, log: None, outcome: None };
+        let legacy = ctx.as_ref().is_some_and(|ctx| ctx.era != Era::Modern);
+        let method = log.method.clone();
+        let mut finish =
+            FinalRewrite { ctx, method, server_info: self.server_info.clone(), task_ids, request_id, log: None, outcome: None };
         if stream && is_event_stream(&parts.headers) {
             return Reply::Stream { parts, body, finish, deadline };
         }
@@ -212,6 +278,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         };
         parts.headers.remove(header::CONTENT_LENGTH);
         if is_json(&parts.headers)
+            && !legacy
             && let Some((body, outcome)) = stamp::stamped(&body, SERVER_INFO_META, &self.server_info_text)
         {
             log.adopt(outcome);
@@ -235,6 +302,11 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         }
         Reply::Whole(http::Response::from_parts(parts, messages.render()))
     }
+}
+
+fn refused(log: &mut RequestLog, error: EdgeError, id: Option<Value>) -> http::Response<Bytes> {
+    log.error_code = Some(error.code());
+    error.into_response(id)
 }
 
 fn is_event_stream(headers: &HeaderMap) -> bool {

@@ -32,7 +32,7 @@ pub mod code {
 pub(crate) enum EdgeError {
     #[error("Not Found")]
     WrongPath,
-    #[error("Method Not Allowed: the MCP endpoint accepts POST only")]
+    #[error("Method Not Allowed: the MCP endpoint accepts POST, and DELETE to end a 2025-era session")]
     MethodNotAllowed,
     #[error("Forbidden: Host is not allowed")]
     HostNotAllowed,
@@ -138,7 +138,7 @@ impl EdgeError {
         }
         let mut response = jsonrpc_error_response(self.status(), id, error);
         if matches!(self, Self::MethodNotAllowed) {
-            response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+            response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
         }
         response
     }

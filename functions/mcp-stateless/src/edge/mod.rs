@@ -7,8 +7,10 @@
 mod admission;
 pub mod bearer;
 pub mod endpoint;
+mod era;
 pub mod error;
 pub mod lambda;
+mod legacy;
 pub mod local;
 pub mod policy;
 pub mod protected_resource;

@@ -14,9 +14,12 @@ use serde_json::{Value, json};
 
 use crate::{
     deployment::Mode,
-    edge::{error::code, request_log::RequestLog, sse, stream::Rewrite},
+    edge::{error::code, legacy, request_log::RequestLog, sse, stream::Rewrite},
     metrics,
-    protocol::{capability_guard::missing_capabilities, context::CallContext},
+    protocol::{
+        capability_guard::missing_capabilities,
+        context::{CallContext, Era},
+    },
     subscriptions::TaskIdsFilter,
 };
 
@@ -39,6 +42,8 @@ pub(super) fn no_store(headers: &mut HeaderMap) {
 /// What the edge does to the messages the handler sends, whole or streamed.
 pub(super) struct FinalRewrite {
     pub ctx: Option<CallContext>,
+    /// The request's method, which decides how a legacy refusal is sent.
+    pub method: Option<String>,
     pub server_info: Arc<Value>,
     pub task_ids: TaskIdsFilter,
     pub request_id: Value,
@@ -64,6 +69,10 @@ impl Rewrite for FinalRewrite {
         }
         if message.get("id").is_none() || (message.get("result").is_none() && message.get("error").is_none()) {
             return;
+        }
+        let legacy = self.ctx.as_ref().filter(|ctx| ctx.era != Era::Modern);
+        if let Some(ctx) = legacy {
+            legacy::shape(message, self.method.as_deref(), &ctx.client_capabilities);
         }
         let mut outcome = RequestLog::default();
         outcome.record_outcome(message);

@@ -75,6 +75,21 @@ impl Principal {
     }
 }
 
+/// Which era of the protocol the client speaks (basic/versioning, "Eras").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Era {
+    /// 2026-07-28: everything in the request's own `_meta`.
+    #[default]
+    Modern,
+    /// A 2025-era client, in the session its `initialize` opened. The edge
+    /// serves it through the same handler, with the session's
+    /// capabilities as the request's, and shapes the answers for it.
+    Legacy {
+        /// The version the session negotiated (`2025-11-25`, ...).
+        version: String,
+    },
+}
+
 /// Everything a handler may know about the request besides its params.
 #[derive(Debug, Clone)]
 pub struct CallContext {
@@ -92,6 +107,9 @@ pub struct CallContext {
     /// The verified caller, which state is bound to; nothing in the body
     /// can change it.
     pub principal: Principal,
+    /// The client's era: a handler answers both alike, the edge shapes
+    /// the answer.
+    pub era: Era,
 }
 
 /// Why a request's `_meta` is malformed (-32602, HTTP 400).
@@ -122,6 +140,7 @@ impl CallContext {
             client_info: meta.get(META_CLIENT_INFO).cloned(),
             traceparent: meta.get("traceparent").and_then(Value::as_str).map(str::to_owned).or(traceparent),
             principal,
+            era: Era::Modern,
         })
     }
 
@@ -139,6 +158,7 @@ impl CallContext {
             client_info: None,
             traceparent: None,
             principal,
+            era: Era::Modern,
         }
     }
 

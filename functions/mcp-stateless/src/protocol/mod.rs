@@ -17,8 +17,18 @@ use rmcp::model::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// This template speaks exactly the stateless revision (basic/versioning).
+/// The modern versions this template speaks: exactly the stateless
+/// revision (basic/versioning). `server/discover` lists these.
 pub const SUPPORTED_VERSIONS: &[&str] = &["2026-07-28"];
+
+/// The 2025-era versions a legacy client may negotiate in `initialize`,
+/// newest first: the one answered when a client asks for any other.
+pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// What a legacy request without `MCP-Protocol-Version` is served as: the
+/// 2025-11-25 transport says to assume 2025-03-26, whose clients send no
+/// such header.
+pub const LEGACY_DEFAULT_VERSION: &str = "2025-03-26";
 
 /// For `ServerHandler::supported_protocol_versions`, which `server/discover`
 /// reports as `supportedVersions`.

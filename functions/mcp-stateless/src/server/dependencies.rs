@@ -11,6 +11,7 @@ use crate::{
         redemption::InMemoryLedger,
         request_state::{EnvelopeSealer, InProcessKey},
     },
+    sessions::LegacySessions,
     subscriptions, tasks,
 };
 
@@ -26,6 +27,9 @@ pub struct Dependencies {
     pub tasks: tasks::TaskBackend,
     /// `subscriptions/listen` streams and the change feed they read.
     pub subscriptions: subscriptions::Subscriptions,
+    /// 2025-era clients' sessions, sealed under the same keys as
+    /// `requestState`; the edge serves them.
+    pub sessions: LegacySessions,
 }
 
 impl Dependencies {
@@ -41,11 +45,13 @@ impl Dependencies {
     /// them anyway.
     pub fn in_process_with_clock(clock: Arc<dyn Clock>) -> Self {
         let audience = "local";
-        let sealer = EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone());
+        let sealer = Arc::new(EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone()));
+        let store = Arc::new(InMemoryHandleStore::default());
         Self {
-            request_states: RequestStates::new(Arc::new(sealer), Arc::new(InMemoryLedger::default()), clock.clone(), audience),
-            handles: Handles::new(Arc::new(InMemoryHandleStore::default()), clock.clone()),
+            request_states: RequestStates::new(sealer.clone(), Arc::new(InMemoryLedger::default()), clock.clone(), audience),
+            handles: Handles::new(store.clone(), clock.clone()),
             tasks: tasks::TaskBackend::in_process(clock.clone()),
+            sessions: LegacySessions::new(sealer, store, clock.clone(), audience),
             subscriptions: subscriptions::Subscriptions::in_process(clock),
         }
     }

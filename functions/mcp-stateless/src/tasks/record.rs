@@ -62,6 +62,7 @@ impl TaskInput {
             client_info: None,
             traceparent: None,
             principal: self.principal.clone(),
+            era: Default::default(),
         }
     }
 

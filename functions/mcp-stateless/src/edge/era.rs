@@ -1,0 +1,81 @@
+//! Which era a request belongs to, decided once per request
+//! (basic/versioning, "Eras"): a request whose `params._meta` claims a
+//! protocol version is modern, and the edge holds it to 2026-07-28's
+//! rules; one without the claim is a 2025-era client's, served as the
+//! version its `MCP-Protocol-Version` header names (2025-03-26 without
+//! one, as the 2025-11-25 transport says). A modern header on a request
+//! without the envelope stays modern, so it is refused as malformed
+//! (-32602), never half-served as legacy.
+
+use http::HeaderMap;
+use serde_json::{Map, Value};
+
+use crate::{
+    edge::error::EdgeError,
+    protocol::{LEGACY_DEFAULT_VERSION, LEGACY_VERSIONS, SUPPORTED_VERSIONS, context::META_PROTOCOL_VERSION},
+};
+
+/// The era a request is served in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Claimed {
+    Modern,
+    /// With the version its header names (the session's, once opened,
+    /// takes precedence).
+    Legacy(&'static str),
+}
+
+/// Methods only 2026-07-28 has: whatever they carry, their own checks
+/// answer them.
+const MODERN_ONLY: &[&str] = &["server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"];
+
+/// The era of a request with `method` and `message`'s params, or the
+/// refusal of a version header this server does not speak at all.
+pub(super) fn of(method: &str, message: &Map<String, Value>, headers: &HeaderMap) -> Result<Claimed, EdgeError> {
+    let claims_version = message.get("params").and_then(|p| p.get("_meta")).and_then(|m| m.get(META_PROTOCOL_VERSION)).is_some();
+    if claims_version || MODERN_ONLY.contains(&method) {
+        return Ok(Claimed::Modern);
+    }
+    if method == "initialize" {
+        // The handshake negotiates in its body; the header is not yet set.
+        return Ok(Claimed::Legacy(LEGACY_VERSIONS[0]));
+    }
+    let header = headers.get("mcp-protocol-version").map(|v| v.to_str().unwrap_or_default());
+    match header {
+        None => Ok(Claimed::Legacy(LEGACY_DEFAULT_VERSION)),
+        Some(h) => match LEGACY_VERSIONS.iter().find(|known| **known == h) {
+            Some(known) => Ok(Claimed::Legacy(known)),
+            None if SUPPORTED_VERSIONS.contains(&h) => Ok(Claimed::Modern),
+            None => Err(EdgeError::UnsupportedVersion { requested: h.to_owned() }),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn era(method: &str, params: Value, header: Option<&str>) -> Result<Claimed, EdgeError> {
+        let message = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let mut headers = HeaderMap::new();
+        if let Some(h) = header {
+            headers.insert("mcp-protocol-version", h.parse().unwrap());
+        }
+        of(method, message.as_object().unwrap(), &headers)
+    }
+
+    #[test]
+    fn the_envelope_decides_and_the_header_names_the_legacy_version() {
+        let modern = json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}});
+        assert_eq!(era("tools/list", modern.clone(), Some("2026-07-28")).unwrap(), Claimed::Modern);
+        assert_eq!(era("tools/list", modern.clone(), None).unwrap(), Claimed::Modern, "its own checks refuse the missing header");
+        assert_eq!(era("initialize", modern, None).unwrap(), Claimed::Modern, "a modern initialize stays -32601");
+        assert_eq!(era("initialize", json!({"protocolVersion": "2025-06-18"}), None).unwrap(), Claimed::Legacy("2025-11-25"));
+        assert_eq!(era("tools/list", json!({}), None).unwrap(), Claimed::Legacy("2025-03-26"));
+        assert_eq!(era("tools/list", json!({}), Some("2025-06-18")).unwrap(), Claimed::Legacy("2025-06-18"));
+        assert_eq!(era("tools/list", json!({}), Some("2026-07-28")).unwrap(), Claimed::Modern, "no envelope: -32602");
+        assert_eq!(era("server/discover", json!({}), None).unwrap(), Claimed::Modern);
+        assert!(matches!(era("tools/list", json!({}), Some("2024-11-05")), Err(EdgeError::UnsupportedVersion { .. })));
+    }
+}

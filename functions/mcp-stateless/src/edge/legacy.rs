@@ -1,0 +1,454 @@
+//! 2025-era clients on the same endpoint (basic/versioning, "A dual-era
+//! server MAY serve both eras concurrently on the same endpoint").
+//!
+//! A legacy request is served by the same handler as a modern one: the
+//! edge answers what only the legacy era has (`initialize`, `ping`,
+//! `logging/setLevel`, `resources/subscribe`, the session's `DELETE`),
+//! and turns every other request into the 2026-07-28 request it means,
+//! with the session's capabilities, client info and log level in its
+//! `_meta` and the standard headers rmcp checks. The answer is shaped back
+//! for the era on its way out ([`shape`]): no 2026-only fields, and a
+//! clean refusal where a tool asks for input the connection cannot carry.
+//! Nothing is kept in the process: the session travels sealed in
+//! `Mcp-Session-Id` (`crate::sessions`).
+
+use std::sync::Arc;
+
+use base64::{Engine, prelude::BASE64_STANDARD};
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, StatusCode, header};
+use rmcp::model::JsonObject;
+use serde_json::{Map, Value, json};
+
+use crate::{
+    edge::error::{code, jsonrpc_error_response},
+    protocol::{
+        LEGACY_VERSIONS, SUPPORTED_VERSIONS,
+        capability_guard::missing_capabilities,
+        context::{Era, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, Principal},
+    },
+    sessions::{LegacySessions, Session, SessionError, SessionState},
+};
+
+/// The header a legacy session travels in.
+pub(super) const SESSION_HEADER: &str = "mcp-session-id";
+/// The `_meta` key of the request's log level (server/utilities/logging).
+const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// The levels `logging/setLevel` accepts (RFC 5424, as the schema lists them).
+const LOG_LEVELS: &[&str] = &["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+/// Result fields 2026-07-28 added, which no 2025-era schema has.
+const MODERN_ONLY_FIELDS: &[&str] = &["resultType", "ttlMs", "cacheScope"];
+/// The requests the handler serves for both eras.
+const SERVED_BY_THE_HANDLER: &[&str] = &[
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "completion/complete",
+];
+/// JSON-RPC code of an unknown or ended session, as the official SDKs
+/// answer it.
+const SESSION_NOT_FOUND: i32 = -32001;
+
+/// A 2025-era request, as admission found it.
+pub(super) struct LegacyRequest {
+    pub request: http::Request<Bytes>,
+    pub message: Map<String, Value>,
+    pub id: Value,
+    pub method: String,
+    /// From `MCP-Protocol-Version`, or the 2025-03-26 default.
+    pub version: &'static str,
+    pub principal: Principal,
+}
+
+/// What the legacy side does with a request.
+pub(super) enum Step {
+    /// Answered here.
+    Answered(http::Response<Bytes>),
+    /// For the handler: the modern request this one means, and the era
+    /// its answer is shaped for.
+    Serve(http::Request<Bytes>, Era),
+}
+
+/// What `initialize` answers besides the version: computed once per cold
+/// start from what the handler advertises.
+pub(super) struct LegacyInfo {
+    capabilities: Value,
+    server_info: Value,
+    instructions: Option<String>,
+}
+
+impl LegacyInfo {
+    /// From the handler's own info. Only what the legacy side delivers on
+    /// this deployment is advertised: there is no notification stream for
+    /// legacy sessions, so no `listChanged` and no resource `subscribe`
+    /// (subscribing is still answered), and nothing of 2026-07-28's
+    /// extensions or tasks.
+    pub(super) fn new(info: &rmcp::model::ServerConfig) -> Self {
+        let modern = serde_json::to_value(&info.capabilities).unwrap_or_default();
+        let mut capabilities = Map::new();
+        for kind in ["tools", "prompts", "resources"] {
+            if modern.get(kind).is_some() {
+                capabilities.insert(kind.into(), json!({}));
+            }
+        }
+        if modern.get("completions").is_some() {
+            capabilities.insert("completions".into(), json!({}));
+        }
+        // logging/setLevel is served for every session.
+        capabilities.insert("logging".into(), json!({}));
+        Self {
+            capabilities: Value::Object(capabilities),
+            server_info: serde_json::to_value(&info.server_info).unwrap_or_default(),
+            instructions: info.instructions.clone(),
+        }
+    }
+}
+
+/// The legacy side of one endpoint.
+pub(super) struct Legacy<'a> {
+    pub sessions: &'a LegacySessions,
+    pub info: &'a LegacyInfo,
+    /// The input schema of a tool, for the `Mcp-Param-*` headers its
+    /// annotated arguments need.
+    pub tool_schema: &'a (dyn Fn(&str) -> Option<Arc<JsonObject>> + Send + Sync),
+}
+
+impl Legacy<'_> {
+    /// Answers `call`, or turns it into the modern request the handler
+    /// serves.
+    pub(super) async fn step(&self, call: LegacyRequest) -> Step {
+        let LegacyRequest { request, mut message, id, method, version, principal } = call;
+        if method == "initialize" {
+            return Step::Answered(self.initialize(&principal, &message, id).await);
+        }
+        let opened = match session_token(request.headers()) {
+            None => None,
+            Some(token) => match self.sessions.open(&principal, token).await {
+                Ok(opened) => Some(opened),
+                Err(error) => return Step::Answered(session_error(error, Some(id))),
+            },
+        };
+        let version = opened.as_ref().map_or(version.to_owned(), |(session, _)| session.protocol_version.clone());
+        let params = message.get("params").cloned().unwrap_or_else(|| json!({}));
+        let changed = match method.as_str() {
+            "ping" => Ok(()),
+            "logging/setLevel" => {
+                let Some(level) = params.get("level").and_then(Value::as_str).filter(|level| LOG_LEVELS.contains(level)) else {
+                    return Step::Answered(invalid_params(id, format!("level must be one of {}", LOG_LEVELS.join(", "))));
+                };
+                // Without a session there is nowhere to keep it: the
+                // client's later requests are logged at no level.
+                match &opened {
+                    Some((session, _)) => self.sessions.set_log_level(&principal, session, level).await,
+                    None => Ok(()),
+                }
+            }
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+                    return Step::Answered(invalid_params(id, "uri is required".into()));
+                };
+                match &opened {
+                    Some((session, _)) => self.sessions.subscribe(&principal, session, uri, method == "resources/subscribe").await,
+                    None => Ok(()),
+                }
+            }
+            served if SERVED_BY_THE_HANDLER.contains(&served) => {
+                let headers = standard_headers(&method, &params, self.tool_schema);
+                message.insert("params".into(), with_modern_meta(params, opened.as_ref()));
+                return Step::Serve(modern_request(request, &message, headers), Era::Legacy { version });
+            }
+            _ => {
+                let error = json!({"code": code::METHOD_NOT_FOUND, "message": format!("Method not found: {method}")});
+                return Step::Answered(jsonrpc_error_response(StatusCode::OK, Some(id), error));
+            }
+        };
+        match changed {
+            Ok(()) => Step::Answered(result_response(id, json!({}), None)),
+            Err(error) => Step::Answered(session_error(error, Some(id))),
+        }
+    }
+
+    /// The handshake: the version asked for if it is a legacy one this
+    /// server speaks, else the newest legacy one (never 2026-07-28, which
+    /// has no handshake), and a new sealed session.
+    async fn initialize(&self, principal: &Principal, message: &Map<String, Value>, id: Value) -> http::Response<Bytes> {
+        let params = message.get("params");
+        let requested = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
+        let version = requested.and_then(|asked| LEGACY_VERSIONS.iter().find(|known| **known == asked)).unwrap_or(&LEGACY_VERSIONS[0]);
+        let capabilities = params.and_then(|p| p.get("capabilities")).and_then(Value::as_object).cloned().unwrap_or_default();
+        let client_info = params.and_then(|p| p.get("clientInfo"));
+        let token = match self.sessions.mint(principal, version, &capabilities, client_info).await {
+            Ok(token) => token,
+            Err(error) => return session_error(error, Some(id)),
+        };
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": self.info.capabilities,
+            "serverInfo": self.info.server_info,
+        });
+        if let Some(instructions) = &self.info.instructions {
+            result["instructions"] = Value::String(instructions.clone());
+        }
+        result_response(id, result, Some(&token))
+    }
+}
+
+/// `DELETE` with a session: ends it, on every instance. 404 if it was not
+/// a live session of this caller (already ended included).
+pub(super) async fn end_session(sessions: &LegacySessions, request: &http::Request<Bytes>, principal: &Principal) -> http::Response<Bytes> {
+    let Some(token) = session_token(request.headers()) else {
+        let error =
+            json!({"code": code::INVALID_REQUEST, "message": "Bad Request: DELETE needs the Mcp-Session-Id header of the session to end"});
+        return jsonrpc_error_response(StatusCode::BAD_REQUEST, None, error);
+    };
+    let ended = match sessions.open(principal, token).await {
+        Ok((session, _)) => sessions.end(principal, &session).await,
+        Err(error) => Err(error),
+    };
+    match ended {
+        Ok(()) => http::Response::new(Bytes::new()),
+        Err(error) => session_error(error, None),
+    }
+}
+
+/// Shapes a message the handler sent a legacy client: a result loses the
+/// fields 2026-07-28 added, and one that asks for input (the MRTR
+/// `input_required`) becomes a refusal naming what was asked, since this
+/// connection has no way to ask the client mid-call: a tool result with
+/// `isError` for `tools/call` (the model can read it), a JSON-RPC error
+/// otherwise.
+pub(super) fn shape(message: &mut Value, method: Option<&str>, client_capabilities: &Map<String, Value>) {
+    let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+        let asked = result.get("inputRequests").and_then(Value::as_object);
+        let missing = asked.and_then(|requests| missing_capabilities(client_capabilities, requests));
+        let what = asked.map(asked_methods).unwrap_or_default();
+        let reason = match missing {
+            Some(missing) => format!(
+                "This needs the client to answer {what} mid-call, and the client did not declare the capability ({missing}). \
+                 Use a client that declares it, or one that speaks MCP {}.",
+                SUPPORTED_VERSIONS[0]
+            ),
+            None => format!(
+                "This needs the client to answer {what} mid-call, which this server cannot send on a 2025-era connection \
+                 here. Use a client that speaks MCP {}.",
+                SUPPORTED_VERSIONS[0]
+            ),
+        };
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        *message = if method == Some("tools/call") {
+            json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": reason}], "isError": true}})
+        } else {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code::INVALID_REQUEST, "message": reason}})
+        };
+        return;
+    }
+    for field in MODERN_ONLY_FIELDS {
+        result.remove(*field);
+    }
+}
+
+/// `elicitation/create, sampling/createMessage`: the methods an
+/// `inputRequests` map asks the client to answer.
+fn asked_methods(requests: &Map<String, Value>) -> String {
+    let mut methods: Vec<&str> = requests.values().filter_map(|request| request.get("method").and_then(Value::as_str)).collect();
+    methods.sort_unstable();
+    methods.dedup();
+    methods.join(", ")
+}
+
+fn session_token(headers: &http::HeaderMap) -> Option<&str> {
+    headers.get(SESSION_HEADER).map(|value| value.to_str().unwrap_or_default())
+}
+
+/// `params` with the per-request fields 2026-07-28 carries in `_meta`,
+/// taken from the session (none without one), beside what the client put
+/// there itself (its `progressToken`).
+fn with_modern_meta(params: Value, opened: Option<&(Session, SessionState)>) -> Value {
+    let mut params = match params {
+        Value::Object(params) => params,
+        _ => Map::new(),
+    };
+    let meta = params.entry("_meta").or_insert_with(|| json!({}));
+    if !meta.is_object() {
+        *meta = json!({});
+    }
+    let meta = meta.as_object_mut().expect("made an object");
+    meta.insert(META_PROTOCOL_VERSION.into(), Value::String(SUPPORTED_VERSIONS[0].to_owned()));
+    let (capabilities, info, level) = match opened {
+        Some((session, state)) => {
+            (Value::Object(session.client_capabilities.clone()), session.client_info.clone(), state.log_level.clone())
+        }
+        None => (json!({}), None, None),
+    };
+    meta.insert(META_CLIENT_CAPABILITIES.into(), capabilities);
+    if let Some(info) = info {
+        meta.insert(META_CLIENT_INFO.into(), info);
+    }
+    match level {
+        Some(level) => meta.insert(META_LOG_LEVEL.into(), Value::String(level)),
+        None => meta.remove(META_LOG_LEVEL),
+    };
+    Value::Object(params)
+}
+
+/// The standard request headers 2026-07-28 requires (basic/transports,
+/// "Standard Request Headers"), which rmcp checks against the body:
+/// `Mcp-Method`, `Mcp-Name`, and an `Mcp-Param-*` for each argument the
+/// tool's schema annotates with `x-mcp-header`. Values are always sent
+/// in the Base64 form, which holds any string.
+fn standard_headers(
+    method: &str,
+    params: &Value,
+    tool_schema: &(dyn Fn(&str) -> Option<Arc<JsonObject>> + Send + Sync),
+) -> Vec<(HeaderName, HeaderValue)> {
+    let encoded = |value: &str| HeaderValue::from_str(&format!("=?base64?{}?=", BASE64_STANDARD.encode(value))).ok();
+    let mut headers = vec![(HeaderName::from_static("mcp-method"), HeaderValue::from_str(method).unwrap_or(HeaderValue::from_static("")))];
+    let name_key = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    let name = name_key.and_then(|key| params.get(key)).and_then(Value::as_str);
+    if let Some(value) = name.and_then(encoded) {
+        headers.push((HeaderName::from_static("mcp-name"), value));
+    }
+    if method == "tools/call"
+        && let Some(schema) = name.and_then(tool_schema)
+    {
+        let mut annotated = Vec::new();
+        annotated_arguments(schema.get("properties"), params.get("arguments"), &mut annotated);
+        for (header, value) in annotated {
+            if let (Ok(name), Some(value)) = (HeaderName::from_bytes(format!("mcp-param-{header}").as_bytes()), encoded(&value)) {
+                headers.push((name, value));
+            }
+        }
+    }
+    headers
+}
+
+/// The `(x-mcp-header, argument)` pairs of primitive arguments whose
+/// property the schema annotates, along `properties` chains.
+fn annotated_arguments(properties: Option<&Value>, arguments: Option<&Value>, out: &mut Vec<(String, String)>) {
+    let (Some(Value::Object(properties)), Some(arguments)) = (properties, arguments) else {
+        return;
+    };
+    for (name, schema) in properties {
+        let argument = arguments.get(name);
+        if let (Some(Value::String(header)), Some(value)) = (schema.get("x-mcp-header"), argument) {
+            let value = match value {
+                Value::String(s) => Some(s.clone()),
+                Value::Bool(_) | Value::Number(_) => Some(value.to_string()),
+                _ => None,
+            };
+            if let Some(value) = value {
+                out.push((header.clone(), value));
+            }
+        }
+        annotated_arguments(schema.get("properties"), argument, out);
+    }
+}
+
+/// `request` with `message` as its body and the modern headers.
+fn modern_request(
+    request: http::Request<Bytes>,
+    message: &Map<String, Value>,
+    headers: Vec<(HeaderName, HeaderValue)>,
+) -> http::Request<Bytes> {
+    let (mut parts, _) = request.into_parts();
+    parts.headers.insert("mcp-protocol-version", HeaderValue::from_static("2026-07-28"));
+    for (name, value) in headers {
+        parts.headers.insert(name, value);
+    }
+    http::Request::from_parts(parts, Bytes::from(serde_json::to_vec(message).unwrap_or_default()))
+}
+
+fn result_response(id: Value, result: Value, session: Option<&str>) -> http::Response<Bytes> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
+    let mut response = http::Response::new(Bytes::from(body.to_string()));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(value) = session.and_then(|token| HeaderValue::from_str(token).ok()) {
+        response.headers_mut().insert(SESSION_HEADER, value);
+    }
+    response
+}
+
+fn invalid_params(id: Value, reason: String) -> http::Response<Bytes> {
+    jsonrpc_error_response(StatusCode::OK, Some(id), json!({"code": code::INVALID_PARAMS, "message": format!("Invalid params: {reason}")}))
+}
+
+/// A session that does not open is 404, which tells a 2025-era client to
+/// initialize again; the keys or the table failing is the server's 500.
+fn session_error(error: SessionError, id: Option<Value>) -> http::Response<Bytes> {
+    let (status, code, message) = match &error {
+        SessionError::NotFound => {
+            (StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found: it ended or expired; initialize again".to_owned())
+        }
+        SessionError::Refused(reason) => (StatusCode::BAD_REQUEST, code::INVALID_PARAMS, format!("Invalid params: {reason}")),
+        SessionError::Unavailable(_) => {
+            tracing::error!(%error, "legacy session");
+            (StatusCode::INTERNAL_SERVER_ERROR, code::INTERNAL_ERROR, "session service unavailable".to_owned())
+        }
+    };
+    jsonrpc_error_response(status, id, json!({"code": code, "message": message}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_legacy_result_loses_modern_fields_and_input_requests_become_refusals() {
+        let mut listed =
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "ttlMs": 5, "cacheScope": "x", "tools": []}});
+        shape(&mut listed, Some("tools/list"), &Map::new());
+        assert_eq!(listed["result"], json!({"tools": []}));
+
+        let asking = json!({"jsonrpc": "2.0", "id": 2, "result": {"resultType": "input_required",
+            "inputRequests": {"a": {"method": "elicitation/create", "params": {}}}}});
+        let mut tool = asking.clone();
+        shape(&mut tool, Some("tools/call"), &Map::new());
+        assert_eq!(tool["result"]["isError"], true);
+        let text = tool["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("elicitation/create") && text.contains("did not declare"), "{text}");
+
+        let mut prompt = asking.clone();
+        let declared = json!({"elicitation": {}}).as_object().cloned().unwrap();
+        shape(&mut prompt, Some("prompts/get"), &declared);
+        assert_eq!(prompt["error"]["code"], code::INVALID_REQUEST);
+        assert!(prompt["error"]["message"].as_str().unwrap().contains("cannot send"), "{prompt}");
+        assert_eq!(prompt["id"], 2);
+    }
+
+    #[test]
+    fn the_modern_meta_comes_from_the_session_and_keeps_the_progress_token() {
+        let params = with_modern_meta(json!({"name": "t", "_meta": {"progressToken": 7, META_LOG_LEVEL: "debug"}}), None);
+        assert_eq!(params["_meta"]["progressToken"], 7);
+        assert_eq!(params["_meta"][META_PROTOCOL_VERSION], SUPPORTED_VERSIONS[0]);
+        assert_eq!(params["_meta"][META_CLIENT_CAPABILITIES], json!({}));
+        assert!(params["_meta"].get(META_LOG_LEVEL).is_none(), "a level only comes from logging/setLevel");
+    }
+
+    #[test]
+    fn annotated_arguments_get_their_headers() {
+        let schema: Arc<JsonObject> = Arc::new(
+            json!({"properties": {"region": {"type": "string", "x-mcp-header": "Region"}, "n": {"type": "integer"}}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        let lookup = move |name: &str| (name == "t").then(|| schema.clone());
+        let headers = standard_headers("tools/call", &json!({"name": "t", "arguments": {"region": "eu", "n": 1}}), &lookup);
+        let find = |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.to_str().unwrap().to_owned());
+        assert_eq!(find("mcp-method").as_deref(), Some("tools/call"));
+        assert_eq!(find("mcp-name").as_deref(), Some("=?base64?dA==?="));
+        assert_eq!(find("mcp-param-region").as_deref(), Some("=?base64?ZXU=?="));
+        assert_eq!(headers.len(), 3);
+    }
+}

@@ -1,0 +1,355 @@
+//! Legacy (2025-era) sessions on a stateless server.
+//!
+//! A 2025-era client opens with `initialize` and then names its session
+//! in every request's `Mcp-Session-Id`. On Lambda the next request may
+//! reach any instance, so nothing of the session lives in a process: the
+//! id *is* the session, sealed like `requestState` (AES-256-GCM under the
+//! deployment's data keys, bound to the caller and this deployment, with
+//! an expiry), carrying what `initialize` negotiated: the version, the
+//! client's capabilities and its name. Any instance opens it; a forged,
+//! foreign or expired one does not open, and the client is told to start
+//! again (HTTP 404).
+//!
+//! What changes after `initialize` (the log level `logging/setLevel`
+//! asks for, the resources subscribed to, a `DELETE` that ends the
+//! session) cannot go back into an id the client already holds. It is
+//! kept in one small item per session, written only when one of those
+//! happens and read on each of the session's requests, expiring with the
+//! session (the table's TTL attribute, and the expiry checked on read).
+
+use std::{sync::Arc, time::Duration};
+
+use serde_json::{Map, Value, json};
+
+use crate::{
+    clock::Clock,
+    handles::{HandleRecord, HandleStore, Lookup},
+    protocol::context::{CallContext, Principal},
+    sealed::request_state::{OpenError, RequestStateSealer, StateBinding},
+    storage::{Backoff, IdKind, ItemKey, StoreError},
+};
+
+/// How long a session opens after `initialize`. A client whose session
+/// ended gets HTTP 404 and initializes again, as the 2025-era transport
+/// tells it to.
+pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// The items that hold what changed in a session: `handle#ses#…`, under
+/// the roles' existing `LeadingKeys`.
+const SESSION_ITEMS: IdKind = IdKind { prefix: "ses" };
+/// What a session binds its id to, besides the caller and the deployment.
+const BINDING_METHOD: &str = "initialize";
+const BINDING_TARGET: &str = "mcp-session";
+/// The most resources one session may subscribe to: the item stays small.
+pub const MAX_SUBSCRIPTIONS: usize = 64;
+/// Writes to one session's item that lost to another writer are retried
+/// this often.
+const MAX_WRITE_ATTEMPTS: u32 = 4;
+
+/// What `initialize` negotiated, as the sealed id carries it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    /// The legacy protocol version agreed on (`2025-11-25`, ...).
+    pub protocol_version: String,
+    /// The `capabilities` object the client declared in `initialize`.
+    pub client_capabilities: Map<String, Value>,
+    /// The client's `clientInfo`, name and version only: its own claim,
+    /// never an identity.
+    pub client_info: Option<Value>,
+    /// Random, 128 bits: names the session's item. Never sent.
+    id: String,
+    /// Epoch seconds.
+    pub expires_at: u64,
+}
+
+/// What changed in a session since `initialize`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionState {
+    /// The level `logging/setLevel` asked for; none until then (and then
+    /// no log messages are sent, as at 2026-07-28 without a level).
+    pub log_level: Option<String>,
+    /// The URIs `resources/subscribe` named and no unsubscribe removed.
+    pub subscriptions: Vec<String>,
+}
+
+/// Why a session could not be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SessionError {
+    /// Forged, foreign, expired or ended: all look alike to the client
+    /// (HTTP 404, start a new session).
+    #[error("session not found")]
+    NotFound,
+    /// What the client asked for does not fit (too many subscriptions,
+    /// capabilities too large to seal); the message says which.
+    #[error("{0}")]
+    Refused(String),
+    /// The keys or the table could not be reached: the server's failure.
+    #[error("session service unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl From<StoreError> for SessionError {
+    fn from(error: StoreError) -> Self {
+        SessionError::Unavailable(error.to_string())
+    }
+}
+
+/// Mints, opens and changes legacy sessions. Cheap to clone.
+#[derive(Clone)]
+pub struct LegacySessions {
+    sealer: Arc<dyn RequestStateSealer>,
+    store: Arc<dyn HandleStore>,
+    clock: Arc<dyn Clock>,
+    audience: String,
+    ttl: Duration,
+}
+
+impl LegacySessions {
+    /// Sessions sealed by `sealer` for `audience` (this deployment, as for
+    /// `requestState`), their changes kept in `store`, dated by `clock`.
+    pub fn new(
+        sealer: Arc<dyn RequestStateSealer>,
+        store: Arc<dyn HandleStore>,
+        clock: Arc<dyn Clock>,
+        audience: impl Into<String>,
+    ) -> Self {
+        Self { sealer, store, clock, audience: audience.into(), ttl: DEFAULT_SESSION_TTL }
+    }
+
+    /// A copy whose sessions last `ttl`.
+    pub fn with_ttl(&self, ttl: Duration) -> Self {
+        Self { ttl, ..self.clone() }
+    }
+
+    fn binding(&self, principal: &Principal) -> StateBinding {
+        let ctx = CallContext::with_capabilities(principal.clone(), Value::Null);
+        StateBinding::new(&ctx, BINDING_METHOD, BINDING_TARGET, &Value::Null, &self.audience)
+    }
+
+    /// A new session id for `principal`: visible ASCII (`v1.` and
+    /// base64url), opening on any instance of this deployment until the
+    /// session's lifetime ends. No store call.
+    pub async fn mint(
+        &self,
+        principal: &Principal,
+        protocol_version: &str,
+        client_capabilities: &Map<String, Value>,
+        client_info: Option<&Value>,
+    ) -> Result<String, SessionError> {
+        // Only what identifies the client in logs: a clientInfo may carry
+        // icons and links that would swell every request's header.
+        let info = client_info.map(|info| json!({"name": info.get("name"), "version": info.get("version")}));
+        let sealed = json!({"v": protocol_version, "caps": client_capabilities, "info": info});
+        self.sealer.seal(&self.binding(principal), &sealed, self.ttl).await.map_err(|error| match error {
+            crate::sealed::request_state::SealError::TooLarge { .. } => {
+                SessionError::Refused("the client's capabilities are too large for a session".into())
+            }
+            other => SessionError::Unavailable(other.to_string()),
+        })
+    }
+
+    /// The session `token` names, for `principal`, and what changed in it;
+    /// [`SessionError::NotFound`] for any id that is not a live session of
+    /// this caller. One store read.
+    pub async fn open(&self, principal: &Principal, token: &str) -> Result<(Session, SessionState), SessionError> {
+        let opened = self.sealer.open(&self.binding(principal), token).await.map_err(|error| match error {
+            OpenError::KeyUnavailable(detail) => SessionError::Unavailable(detail),
+            _ => SessionError::NotFound,
+        })?;
+        let data = opened.data;
+        let session = Session {
+            protocol_version: data.get("v").and_then(Value::as_str).ok_or(SessionError::NotFound)?.to_owned(),
+            client_capabilities: data.get("caps").and_then(Value::as_object).cloned().unwrap_or_default(),
+            client_info: data.get("info").filter(|info| !info.is_null()).cloned(),
+            id: opened.jti,
+            expires_at: opened.expires_at,
+        };
+        let state = match self.store.get(&self.key(principal, &session), self.clock.now()).await? {
+            Lookup::Found(record) if record.data.get("ended").and_then(Value::as_bool) == Some(true) => {
+                return Err(SessionError::NotFound);
+            }
+            Lookup::Found(record) => state_of(&record.data),
+            _ => SessionState::default(),
+        };
+        Ok((session, state))
+    }
+
+    fn key(&self, principal: &Principal, session: &Session) -> ItemKey {
+        SESSION_ITEMS.key(principal.binding_id(), &session.id)
+    }
+
+    /// Ends the session: every later request naming it gets
+    /// [`SessionError::NotFound`], on any instance.
+    pub async fn end(&self, principal: &Principal, session: &Session) -> Result<(), SessionError> {
+        self.change(principal, session, |data| {
+            data.insert("ended".into(), Value::Bool(true));
+            Ok(())
+        })
+        .await
+    }
+
+    /// Sets the level of the log messages the session's requests receive.
+    pub async fn set_log_level(&self, principal: &Principal, session: &Session, level: &str) -> Result<(), SessionError> {
+        self.change(principal, session, |data| {
+            data.insert("logLevel".into(), Value::String(level.to_owned()));
+            Ok(())
+        })
+        .await
+    }
+
+    /// Adds (`subscribed`) or removes the session's subscription to `uri`.
+    pub async fn subscribe(&self, principal: &Principal, session: &Session, uri: &str, subscribed: bool) -> Result<(), SessionError> {
+        self.change(principal, session, |data| {
+            let list = data.entry("subscriptions").or_insert_with(|| json!([]));
+            let Some(list) = list.as_array_mut() else { return Ok(()) };
+            list.retain(|entry| entry.as_str() != Some(uri));
+            if subscribed {
+                if list.len() >= MAX_SUBSCRIPTIONS {
+                    return Err(SessionError::Refused(format!("a session may subscribe to at most {MAX_SUBSCRIPTIONS} resources")));
+                }
+                list.push(Value::String(uri.to_owned()));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Read, modify, compare-and-set on the session's item, created on
+    /// its first change; retried when another writer got there first.
+    async fn change(
+        &self,
+        principal: &Principal,
+        session: &Session,
+        mut modify: impl FnMut(&mut Map<String, Value>) -> Result<(), SessionError>,
+    ) -> Result<(), SessionError> {
+        let key = self.key(principal, session);
+        let mut backoff = Backoff::new(MAX_WRITE_ATTEMPTS, Duration::from_millis(20));
+        loop {
+            let now = self.clock.now();
+            if now >= session.expires_at {
+                return Err(SessionError::NotFound);
+            }
+            let written = match self.store.get(&key, now).await? {
+                Lookup::Found(record) => {
+                    let mut data = record.data.as_object().cloned().unwrap_or_default();
+                    if data.get("ended").and_then(Value::as_bool) == Some(true) {
+                        return Err(SessionError::NotFound);
+                    }
+                    modify(&mut data)?;
+                    let replaced = self.store.replace(&key, record.version, &Value::Object(data), now, session.expires_at).await?;
+                    matches!(replaced, Lookup::Found(_))
+                }
+                _ => {
+                    let mut data = Map::new();
+                    modify(&mut data)?;
+                    let record = HandleRecord {
+                        owner: key.owner.clone(),
+                        kind: key.kind.to_owned(),
+                        data: Value::Object(data),
+                        version: 1,
+                        created_at: now,
+                        last_used_at: now,
+                        expires_at: session.expires_at,
+                        deadline: session.expires_at,
+                    };
+                    // A concurrent first change makes this create fail on
+                    // the table: read again and apply on top of it.
+                    self.store.create(&key, &record).await.is_ok()
+                }
+            };
+            if written {
+                return Ok(());
+            }
+            if !backoff.retry().await {
+                return Err(SessionError::Unavailable("the session's item kept changing under this write".into()));
+            }
+        }
+    }
+}
+
+fn state_of(data: &Value) -> SessionState {
+    SessionState {
+        log_level: data.get("logLevel").and_then(Value::as_str).map(str::to_owned),
+        subscriptions: data
+            .get("subscriptions")
+            .and_then(Value::as_array)
+            .map(|list| list.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        clock::ManualClock,
+        handles::memory::InMemoryHandleStore,
+        sealed::request_state::{EnvelopeSealer, InProcessKey},
+    };
+
+    fn sessions() -> (LegacySessions, Arc<ManualClock>) {
+        let clock = Arc::new(ManualClock::at(1_000_000));
+        let sealer = EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone());
+        (LegacySessions::new(Arc::new(sealer), Arc::new(InMemoryHandleStore::default()), clock.clone(), "test"), clock)
+    }
+
+    fn alice() -> Principal {
+        Principal::Verified { issuer: "https://issuer".into(), subject: "alice".into() }
+    }
+
+    fn caps() -> Map<String, Value> {
+        json!({"elicitation": {}}).as_object().cloned().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_session_opens_for_its_caller_only_until_it_expires() {
+        let (sessions, clock) = sessions();
+        let token = sessions.mint(&alice(), "2025-11-25", &caps(), Some(&json!({"name": "c", "version": "1", "icons": []}))).await.unwrap();
+        assert!(token.bytes().all(|b| (0x21..=0x7e).contains(&b)), "visible ASCII: {token}");
+        let (session, state) = sessions.open(&alice(), &token).await.unwrap();
+        assert_eq!(session.protocol_version, "2025-11-25");
+        assert_eq!(session.client_capabilities, caps());
+        assert_eq!(session.client_info, Some(json!({"name": "c", "version": "1"})), "only name and version are sealed");
+        assert_eq!(state, SessionState::default());
+
+        assert_eq!(sessions.open(&Principal::Anonymous, &token).await.unwrap_err(), SessionError::NotFound, "foreign");
+        let mut tampered = token.clone().into_bytes();
+        let last = tampered.len() - 1;
+        tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+        assert_eq!(sessions.open(&alice(), &String::from_utf8(tampered).unwrap()).await.unwrap_err(), SessionError::NotFound);
+        clock.advance(DEFAULT_SESSION_TTL.as_secs());
+        assert_eq!(sessions.open(&alice(), &token).await.unwrap_err(), SessionError::NotFound, "expired");
+    }
+
+    #[tokio::test]
+    async fn changes_are_kept_per_session_and_an_ended_session_is_gone() {
+        let (sessions, _) = sessions();
+        let one = sessions.mint(&alice(), "2025-06-18", &Map::new(), None).await.unwrap();
+        let two = sessions.mint(&alice(), "2025-06-18", &Map::new(), None).await.unwrap();
+        let (session, _) = sessions.open(&alice(), &one).await.unwrap();
+        sessions.set_log_level(&alice(), &session, "debug").await.unwrap();
+        sessions.subscribe(&alice(), &session, "test://a", true).await.unwrap();
+        sessions.subscribe(&alice(), &session, "test://b", true).await.unwrap();
+        sessions.subscribe(&alice(), &session, "test://a", false).await.unwrap();
+        let (_, state) = sessions.open(&alice(), &one).await.unwrap();
+        assert_eq!(state, SessionState { log_level: Some("debug".into()), subscriptions: vec!["test://b".into()] });
+        assert_eq!(sessions.open(&alice(), &two).await.unwrap().1, SessionState::default(), "another session is untouched");
+
+        sessions.end(&alice(), &session).await.unwrap();
+        assert_eq!(sessions.open(&alice(), &one).await.unwrap_err(), SessionError::NotFound);
+        assert_eq!(sessions.set_log_level(&alice(), &session, "info").await.unwrap_err(), SessionError::NotFound);
+        assert!(sessions.open(&alice(), &two).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn subscriptions_are_bounded() {
+        let (sessions, _) = sessions();
+        let token = sessions.mint(&alice(), "2025-11-25", &Map::new(), None).await.unwrap();
+        let (session, _) = sessions.open(&alice(), &token).await.unwrap();
+        for i in 0..MAX_SUBSCRIPTIONS {
+            sessions.subscribe(&alice(), &session, &format!("test://{i}"), true).await.unwrap();
+        }
+        assert!(matches!(sessions.subscribe(&alice(), &session, "test://more", true).await, Err(SessionError::Refused(_))));
+        sessions.subscribe(&alice(), &session, "test://0", true).await.expect("an existing one may be named again");
+    }
+}
