@@ -1,5 +1,6 @@
-//! Fixtures for the official MCP conformance suite at revision 2026-07-28
-//! (`SCENARIOS.md` beside the suite's runner lists what each one must do).
+//! Fixtures for the official MCP conformance suite at revision 2026-07-28,
+//! and at 2025-11-25 for 2025-era clients (`legacy_tools.rs`);
+//! `SCENARIOS.md` beside the suite's runner lists what each one must do.
 //! One file per capability, as rmcp's own examples are laid out.
 
 // Sampling and roots are deprecated by SEP-2577 but still part of 2026-07-28,
@@ -7,6 +8,7 @@
 #![allow(deprecated)]
 
 mod content_tools;
+mod legacy_tools;
 mod listen_tools;
 mod mrtr_tools;
 mod prompts;

@@ -32,7 +32,7 @@ pub(crate) fn elicit_name() -> InputRequest {
     elicit("What is your name?", json!({"name": {"type": "string"}}), &["name"])
 }
 
-fn sample(question: &str) -> InputRequest {
+pub(crate) fn sample(question: &str) -> InputRequest {
     InputRequest::CreateMessage(CreateMessageRequest::new(CreateMessageRequestParams::new(vec![SamplingMessage::user_text(question)], 100)))
 }
 
@@ -40,7 +40,7 @@ fn list_roots() -> InputRequest {
     InputRequest::ListRoots(ListRootsRequest::default())
 }
 
-fn requests<const N: usize>(entries: [(&str, InputRequest); N]) -> InputRequests {
+pub(crate) fn requests<const N: usize>(entries: [(&str, InputRequest); N]) -> InputRequests {
     entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
 }
 

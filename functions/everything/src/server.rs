@@ -24,6 +24,7 @@ impl EverythingServer {
     pub fn with_task_tools(deps: Dependencies, tools: TaskTools) -> Self {
         let registry = Registry::builder(&deps)
             .tools(Self::content_tools())
+            .tools(Self::legacy_tools())
             .tools(Self::listen_tools())
             .tools(Self::mrtr_tools())
             .tools(Self::schema_tools())

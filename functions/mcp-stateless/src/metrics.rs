@@ -26,12 +26,16 @@ pub enum Counter {
     ConditionalCheckFailures,
     /// A compare-and-set retried after losing to a concurrent writer.
     StoreRetries,
+    /// A read of the mailbox a 2025-era call waits on for its client's
+    /// answers.
+    MailboxReads,
 }
 
 impl Counter {
     /// Every counter, in the order the log line and the metric record
     /// name them.
-    pub const ALL: [Counter; 4] = [Counter::KmsCalls, Counter::DataKeyCacheHits, Counter::ConditionalCheckFailures, Counter::StoreRetries];
+    pub const ALL: [Counter; 5] =
+        [Counter::KmsCalls, Counter::DataKeyCacheHits, Counter::ConditionalCheckFailures, Counter::StoreRetries, Counter::MailboxReads];
 
     /// The metric's name in CloudWatch.
     pub fn name(self) -> &'static str {
@@ -40,13 +44,14 @@ impl Counter {
             Counter::DataKeyCacheHits => "DataKeyCacheHits",
             Counter::ConditionalCheckFailures => "ConditionalCheckFailures",
             Counter::StoreRetries => "StoreRetries",
+            Counter::MailboxReads => "MailboxReads",
         }
     }
 }
 
 /// The counts of one request.
 #[derive(Debug, Default)]
-pub struct Counts([AtomicU32; 4]);
+pub struct Counts([AtomicU32; 5]);
 
 impl Counts {
     /// How often `counter` was counted in the request so far.
@@ -69,6 +74,13 @@ pub async fn scope<F: Future>(future: F) -> (F::Output, Arc<Counts>) {
     let counts = Arc::new(Counts::default());
     let output = CURRENT.scope(counts.clone(), future).await;
     (output, counts)
+}
+
+/// Runs `future` inside an existing request's scope: work a request
+/// started that runs beside its response (a legacy call's conversation)
+/// counts as the request's.
+pub async fn within<F: Future>(counts: Arc<Counts>, future: F) -> F::Output {
+    CURRENT.scope(counts, future).await
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use crate::{
     edge::{
         era::{self, Claimed},
         error::EdgeError,
-        legacy::LegacyRequest,
+        legacy::{self, LegacyRequest},
         policy::{EdgePolicy, MCP_PATH},
         protected_resource::ResourceMetadata,
         request_log::RequestLog,
@@ -35,6 +35,8 @@ pub(super) enum Admitted {
     Legacy(LegacyRequest),
     /// `DELETE`: a 2025-era client ends its session.
     EndSession(http::Request<Bytes>, Principal),
+    /// A 2025-era client's answer to a request the server sent it.
+    Answer(http::Request<Bytes>, serde_json::Map<String, Value>, Principal),
 }
 
 /// The checks, against what this edge allows and publishes.
@@ -87,6 +89,9 @@ impl Admission<'_> {
             _ => return Err((EdgeError::NotAnObject, None)),
         };
         let id = object.get("id").cloned();
+        if object.get("method").is_none() && legacy::is_answer(&object) {
+            return Ok(Admitted::Answer(request, object, facts.principal));
+        }
         let Some(method) = object.get("method").and_then(Value::as_str) else {
             // A JSON-RPC response or error: rmcp refuses it on a stateless server.
             return Ok(Admitted::Other(request, id));

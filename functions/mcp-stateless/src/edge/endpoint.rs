@@ -29,9 +29,10 @@ use crate::{
     deployment::Transport,
     edge::{
         admission::{Admission, Admitted, is_json},
+        back_channel::{self, Conversation, Template},
         bearer::BearerVerifier,
         error::EdgeError,
-        legacy::{self, Legacy, LegacyInfo, Step},
+        legacy::{self, Legacy, LegacyInfo, MAY_ASK, Step},
         policy::{EdgePolicy, MCP_PATH},
         protected_resource::ResourceMetadata,
         request_log::RequestLog,
@@ -71,6 +72,9 @@ pub struct McpEndpoint<S: ServerHandler> {
     /// The handler's tools' input schemas, for the headers a legacy
     /// request gets when it is served as a modern one.
     tool_schemas: Arc<ToolSchemas>,
+    /// rmcp's service as a legacy call's conversation calls it, round by
+    /// round.
+    rounds: back_channel::Handler,
 }
 
 impl<S: ServerHandler + Clone> McpEndpoint<S> {
@@ -98,6 +102,11 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let tools = handler.clone();
         let tool_schemas: Arc<ToolSchemas> = Arc::new(move |name: &str| tools.get_tool(name).map(|tool| tool.input_schema));
         let rmcp = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(NeverSessionManager::default()), config);
+        let service = rmcp.clone();
+        let rounds: back_channel::Handler = Arc::new(move |request| {
+            let service = service.clone();
+            Box::pin(async move { service.handle(request).await })
+        });
         let server_info_text = Arc::from(server_info.to_string());
         // Until `with_sessions` gives the deployment's: sealed under a key
         // of this process, as `Dependencies::in_process` does.
@@ -117,6 +126,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             sessions,
             legacy_info,
             tool_schemas,
+            rounds,
         }
     }
 
@@ -150,7 +160,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let started = Instant::now();
         let mut log = RequestLog::default();
         let (reply, counts) = metrics::scope(self.respond(request, &mut log, false)).await;
-        let Reply::Whole(mut response) = reply else { unreachable!("a buffered answer is whole") };
+        let Reply::Whole(mut response) = reply else { unreachable!("a buffered answer is whole: only streams converse") };
         log.finish(self.policy.mode, response.status(), started.elapsed(), &counts);
         no_store(response.headers_mut());
         response
@@ -168,6 +178,15 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                 log.finish(self.policy.mode, response.status(), started.elapsed(), &counts);
                 no_store(response.headers_mut());
                 response.map(stream::whole)
+            }
+            Reply::Converse(mut conversation) => {
+                let mut response = http::Response::new(());
+                response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+                no_store(response.headers_mut());
+                conversation.counts = counts.clone();
+                conversation.finish.log = Some(Finished { log, mode: self.policy.mode, status: StatusCode::OK, started, counts });
+                let (parts, ()) = response.into_parts();
+                http::Response::from_parts(parts, conversation.into_body())
             }
             Reply::Stream { mut parts, body, mut finish, deadline } => {
                 no_store(&mut parts.headers);
@@ -208,6 +227,9 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             Ok(Admitted::Request(request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, stream).await,
             Ok(Admitted::Other(request, id)) => self.dispatch(request, None, id, log, stream).await,
             Ok(Admitted::Answered(response)) => Reply::Whole(response),
+            Ok(Admitted::Answer(request, message, principal)) => {
+                Reply::Whole(legacy::take_answer(&self.sessions, &request, &message, &principal).await)
+            }
             Ok(Admitted::EndSession(request, principal)) => Reply::Whole(legacy::end_session(&self.sessions, &request, &principal).await),
             Ok(Admitted::Legacy(call)) => {
                 let legacy = Legacy { sessions: &self.sessions, info: &self.legacy_info, tool_schema: &*self.tool_schemas };
@@ -215,13 +237,19 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                     Step::Answered(response) => Reply::Whole(response),
                     // The modern request it means passes every modern
                     // check, then is served, and answered, for its era.
-                    Step::Serve(request, era) => match admission.admit(request, log, stream) {
+                    Step::Serve(request, era, session) => match admission.admit(request, log, stream) {
                         Ok(Admitted::Request(mut request, mut ctx, id)) => {
                             if let Some(attached) = request.extensions_mut().get_mut::<CallContext>() {
                                 attached.era = era.clone();
                             }
                             ctx.era = era;
-                            self.dispatch(request, Some(ctx), id, log, stream).await
+                            // Only a stream can carry the server's own
+                            // requests, and only a session its answers.
+                            let may_ask = stream && log.method.as_deref().is_some_and(|m| MAY_ASK.contains(&m));
+                            match session.filter(|_| may_ask) {
+                                Some(session) => Reply::Converse(self.conversation(request, ctx, id, session, log)),
+                                None => self.dispatch(request, Some(ctx), id, log, stream).await,
+                            }
                         }
                         Ok(_) => Reply::Whole(refused(log, EdgeError::NotAnObject, None)),
                         Err((error, id)) => Reply::Whole(refused(log, error, id)),
@@ -230,6 +258,41 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             }
             Err((error, id)) => Reply::Whole(refused(log, error, id)),
         }
+    }
+
+    /// A legacy call that may ask its client questions on its stream.
+    fn conversation(
+        &self,
+        request: http::Request<Bytes>,
+        ctx: CallContext,
+        id: Option<Value>,
+        session: crate::sessions::Session,
+        log: &RequestLog,
+    ) -> Box<Conversation> {
+        let (parts, body) = request.into_parts();
+        let request_id = id.unwrap_or(Value::Null);
+        let message = serde_json::from_slice(&body).unwrap_or_default();
+        let facts = parts.extensions.get::<EntryFacts>().cloned().unwrap_or_default();
+        let template = Template { method: parts.method, uri: parts.uri, headers: parts.headers, ctx: ctx.clone(), facts, message };
+        let finish = FinalRewrite {
+            ctx: Some(ctx),
+            method: log.method.clone(),
+            server_info: self.server_info.clone(),
+            task_ids: TaskIdsFilter::default(),
+            request_id: request_id.clone(),
+            log: None,
+            outcome: None,
+        };
+        Box::new(Conversation {
+            handler: self.rounds.clone(),
+            sessions: self.sessions.clone(),
+            session,
+            template,
+            request_id,
+            finish,
+            counts: Arc::default(),
+            keep_alive: KEEP_ALIVE,
+        })
     }
 
     async fn dispatch(
@@ -326,5 +389,12 @@ const STREAM_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
 #[allow(clippy::large_enum_variant)]
 enum Reply {
     Whole(http::Response<Bytes>),
-    Stream { parts: http::response::Parts, body: BoxBody<Bytes, Infallible>, finish: FinalRewrite, deadline: Option<Instant> },
+    /// A legacy call that may ask its client questions.
+    Converse(Box<Conversation>),
+    Stream {
+        parts: http::response::Parts,
+        body: BoxBody<Bytes, Infallible>,
+        finish: FinalRewrite,
+        deadline: Option<Instant>,
+    },
 }

@@ -27,7 +27,10 @@ use crate::{
         capability_guard::missing_capabilities,
         context::{Era, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, Principal},
     },
-    sessions::{LegacySessions, Session, SessionError, SessionState},
+    sessions::{
+        LegacySessions, Session, SessionError, SessionState,
+        mailbox::{ASK_IDS, AnswerRefusal},
+    },
 };
 
 /// The header a legacy session travels in.
@@ -49,6 +52,15 @@ const SERVED_BY_THE_HANDLER: &[&str] = &[
     "resources/read",
     "completion/complete",
 ];
+/// Whether `message`, which names no method, is a client's answer to one
+/// of the server's own requests (its id has their shape).
+pub(super) fn is_answer(message: &Map<String, Value>) -> bool {
+    message.get("id").and_then(Value::as_str).is_some_and(|id| ASK_IDS.is_well_formed(id))
+}
+
+/// The requests whose tools may ask the client mid-call.
+pub(super) const MAY_ASK: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+
 /// JSON-RPC code of an unknown or ended session, as the official SDKs
 /// answer it.
 const SESSION_NOT_FOUND: i32 = -32001;
@@ -68,9 +80,9 @@ pub(super) struct LegacyRequest {
 pub(super) enum Step {
     /// Answered here.
     Answered(http::Response<Bytes>),
-    /// For the handler: the modern request this one means, and the era
-    /// its answer is shaped for.
-    Serve(http::Request<Bytes>, Era),
+    /// For the handler: the modern request this one means, the era its
+    /// answer is shaped for, and the client's session if it named one.
+    Serve(http::Request<Bytes>, Era, Option<Session>),
 }
 
 /// What `initialize` answers besides the version: computed once per cold
@@ -159,7 +171,8 @@ impl Legacy<'_> {
             served if SERVED_BY_THE_HANDLER.contains(&served) => {
                 let headers = standard_headers(&method, &params, self.tool_schema);
                 message.insert("params".into(), with_modern_meta(params, opened.as_ref()));
-                return Step::Serve(modern_request(request, &message, headers), Era::Legacy { version });
+                let session = opened.map(|(session, _)| session);
+                return Step::Serve(modern_request(request, &message, headers), Era::Legacy { version }, session);
             }
             _ => {
                 let error = json!({"code": code::METHOD_NOT_FOUND, "message": format!("Method not found: {method}")});
@@ -212,6 +225,44 @@ pub(super) async fn end_session(sessions: &LegacySessions, request: &http::Reque
     match ended {
         Ok(()) => http::Response::new(Bytes::new()),
         Err(error) => session_error(error, None),
+    }
+}
+
+/// A client's answer to a request the server sent mid-call: taken into
+/// the session's mailbox, for the invocation holding the call (202), or
+/// refused (400; 404 for a session that does not open).
+pub(super) async fn take_answer(
+    sessions: &LegacySessions,
+    request: &http::Request<Bytes>,
+    message: &Map<String, Value>,
+    principal: &Principal,
+) -> http::Response<Bytes> {
+    let id = message.get("id").and_then(Value::as_str).unwrap_or_default();
+    let Some(token) = session_token(request.headers()) else {
+        return answer_refused(AnswerRefusal::NotWaiting);
+    };
+    let session = match sessions.open(principal, token).await {
+        Ok((session, _)) => session,
+        Err(error) => return session_error(error, None),
+    };
+    match sessions.answer(principal, &session, id, message).await {
+        Ok(()) => {
+            let mut accepted = http::Response::new(Bytes::new());
+            *accepted.status_mut() = StatusCode::ACCEPTED;
+            accepted
+        }
+        Err(refusal) => answer_refused(refusal),
+    }
+}
+
+fn answer_refused(refusal: AnswerRefusal) -> http::Response<Bytes> {
+    match refusal {
+        AnswerRefusal::Session(error) => session_error(error, None),
+        other => jsonrpc_error_response(
+            StatusCode::BAD_REQUEST,
+            None,
+            json!({"code": code::INVALID_PARAMS, "message": format!("Invalid params: {other}")}),
+        ),
     }
 }
 

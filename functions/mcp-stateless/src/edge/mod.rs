@@ -5,6 +5,7 @@
 //! resource metadata, and the two entry points (Lambda events, a local port).
 
 mod admission;
+mod back_channel;
 pub mod bearer;
 pub mod endpoint;
 mod era;

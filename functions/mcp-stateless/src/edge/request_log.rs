@@ -179,6 +179,7 @@ impl RequestLog {
             data_key_cache_hits = counts.get(Counter::DataKeyCacheHits),
             conditional_check_failures = counts.get(Counter::ConditionalCheckFailures),
             store_retries = counts.get(Counter::StoreRetries),
+            mailbox_reads = counts.get(Counter::MailboxReads),
             trace_id = self.trace_id.as_deref().unwrap_or("-"),
             "request"
         );

@@ -17,6 +17,8 @@
 //! happens and read on each of the session's requests, expiring with the
 //! session (the table's TTL attribute, and the expiry checked on read).
 
+pub mod mailbox;
+
 use std::{sync::Arc, time::Duration};
 
 use serde_json::{Map, Value, json};
@@ -279,7 +281,7 @@ fn state_of(data: &Value) -> SessionState {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{
         clock::ManualClock,
@@ -287,13 +289,13 @@ mod tests {
         sealed::request_state::{EnvelopeSealer, InProcessKey},
     };
 
-    fn sessions() -> (LegacySessions, Arc<ManualClock>) {
+    pub(crate) fn sessions() -> (LegacySessions, Arc<ManualClock>) {
         let clock = Arc::new(ManualClock::at(1_000_000));
         let sealer = EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone());
         (LegacySessions::new(Arc::new(sealer), Arc::new(InMemoryHandleStore::default()), clock.clone(), "test"), clock)
     }
 
-    fn alice() -> Principal {
+    pub(crate) fn alice() -> Principal {
         Principal::Verified { issuer: "https://issuer".into(), subject: "alice".into() }
     }
 

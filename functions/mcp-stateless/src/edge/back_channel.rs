@@ -1,0 +1,289 @@
+//! Server-to-client requests for 2025-era clients, across instances.
+//!
+//! A tool is written once, in the 2026-07-28 style: it answers
+//! `input_required` with the requests it needs answered, and is called
+//! again with the answers (basic/patterns/mrtr). A modern client does the
+//! calling again itself. A 2025-era client expects the server to send
+//! those requests on the call's own event stream and to answer the call
+//! when it has them; its answers come back as separate POSTs, on Lambda
+//! to any instance. So the call's invocation holds the conversation: it
+//! sends each request with an unguessable id, waits for the answers in the
+//! session's mailbox (`sessions::mailbox`, written by whichever instance
+//! each answer reached), calls the tool again with them as
+//! `inputResponses` and the sealed `requestState`, and repeats, for at
+//! most [`MAX_ROUNDS`] rounds and never past the invocation's deadline.
+//! Everything else the tool streams (progress, log messages) is passed on
+//! as it comes.
+
+use std::{
+    convert::Infallible,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt, channel::mpsc, future::BoxFuture};
+use http::{HeaderMap, Method, Uri, header};
+use http_body_util::{BodyExt, Either, Full, StreamBody, combinators::BoxBody};
+use hyper::body::Frame;
+use serde_json::{Map, Value, json};
+
+use crate::{
+    edge::{
+        error::code,
+        rewrite::FinalRewrite,
+        sse,
+        stream::{EdgeBody, Rewrite, out_of_time},
+    },
+    metrics,
+    protocol::{
+        capability_guard::missing_capabilities,
+        context::{CallContext, EntryFacts},
+    },
+    sessions::{
+        LegacySessions, Session,
+        mailbox::{ASK_IDS, ASKABLE, Answer},
+    },
+};
+
+/// Rounds of questions one call may ask before it is stopped.
+pub const MAX_ROUNDS: usize = 8;
+/// How long a call waits for its answers where no deadline bounds it
+/// (the local server).
+const LOCAL_WAIT: Duration = Duration::from_secs(600);
+/// The first pause between reads of the mailbox, growing by half each
+/// read up to [`MAX_POLL`]: a client that answers at once resumes the
+/// tool within tens of milliseconds, one that waits for a person costs
+/// about one read a second.
+const FIRST_POLL: Duration = Duration::from_millis(25);
+const MAX_POLL: Duration = Duration::from_secs(1);
+/// A final answer must still reach the client before the invocation ends.
+const MARGIN: Duration = Duration::from_secs(1);
+
+/// The handler, called once per round.
+pub(super) type Handler =
+    Arc<dyn Fn(http::Request<Full<Bytes>>) -> BoxFuture<'static, http::Response<BoxBody<Bytes, Infallible>>> + Send + Sync>;
+
+/// The modern request a round re-sends, with fresh answers.
+pub(super) struct Template {
+    pub method: Method,
+    pub uri: Uri,
+    pub headers: HeaderMap,
+    pub ctx: CallContext,
+    pub facts: EntryFacts,
+    pub message: Map<String, Value>,
+}
+
+impl Template {
+    fn request(&self) -> http::Request<Full<Bytes>> {
+        let mut request = http::Request::new(Full::new(Bytes::from(serde_json::to_vec(&self.message).unwrap_or_default())));
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.uri.clone();
+        *request.headers_mut() = self.headers.clone();
+        request.extensions_mut().insert(self.ctx.clone());
+        request.extensions_mut().insert(self.facts.clone());
+        request
+    }
+
+    fn params(&mut self) -> &mut Map<String, Value> {
+        let params = self.message.entry("params").or_insert_with(|| json!({}));
+        if !params.is_object() {
+            *params = json!({});
+        }
+        params.as_object_mut().expect("made an object")
+    }
+}
+
+/// One legacy call that may ask its client questions.
+pub(super) struct Conversation {
+    pub handler: Handler,
+    pub sessions: LegacySessions,
+    pub session: Session,
+    pub template: Template,
+    pub request_id: Value,
+    pub finish: FinalRewrite,
+    pub counts: Arc<metrics::Counts>,
+    pub keep_alive: Duration,
+}
+
+impl Conversation {
+    /// The call's event stream. The conversation runs beside the body that
+    /// carries it, and stops when the client leaves (the body is dropped).
+    pub(super) fn into_body(self) -> EdgeBody {
+        let (tx, rx) = mpsc::channel::<Bytes>(16);
+        let counts = self.counts.clone();
+        tokio::spawn(metrics::within(counts, self.run(tx)));
+        Either::Right(StreamBody::new(rx.map(|bytes| Ok::<_, Infallible>(Frame::data(bytes))).boxed()))
+    }
+
+    async fn run(mut self, mut tx: mpsc::Sender<Bytes>) {
+        let cut = self.cut();
+        let last = match tokio::time::timeout_at(cut.into(), self.converse(&mut tx)).await {
+            Ok(last) => last,
+            Err(_) => {
+                tracing::warn!("legacy call stopped at the invocation's deadline");
+                Some(out_of_time(self.request_id.clone()))
+            }
+        };
+        if let Some(mut last) = last {
+            self.finish.message(&mut last);
+            let _ = tx.send(Bytes::from(sse::encode(&last))).await;
+        }
+        self.finish.ended();
+    }
+
+    /// When the call must have answered.
+    fn cut(&self) -> Instant {
+        match self.template.facts.deadline {
+            Some(deadline) => deadline.checked_sub(MARGIN).unwrap_or(deadline),
+            None => Instant::now() + LOCAL_WAIT,
+        }
+    }
+
+    /// The final answer, or none when the client left.
+    async fn converse(&mut self, tx: &mut mpsc::Sender<Bytes>) -> Option<Value> {
+        for round in 0.. {
+            let response = (self.handler)(self.template.request()).await;
+            let last = self.relay(response, tx).await?;
+            let Some(requests) = input_requests(&last) else { return Some(last) };
+            if missing_capabilities(&self.template.ctx.client_capabilities, requests).is_some() {
+                // Shaped into a refusal naming the capability.
+                return Some(last);
+            }
+            if round == MAX_ROUNDS {
+                return Some(self.error(format!("the call asked for input more than {MAX_ROUNDS} times and was stopped")));
+            }
+            let requests = requests.clone();
+            let state = last.get("result").and_then(|r| r.get("requestState")).cloned();
+            let answers = match self.ask(&requests, tx).await {
+                Ok(answers) => answers?,
+                Err(error) => return Some(error),
+            };
+            let params = self.template.params();
+            params.insert("inputResponses".into(), Value::Object(answers));
+            match state {
+                Some(state) => params.insert("requestState".into(), state),
+                None => params.remove("requestState"),
+            };
+        }
+        None
+    }
+
+    /// Passes on what a round streams, and answers its final message
+    /// unsent.
+    async fn relay(&mut self, response: http::Response<BoxBody<Bytes, Infallible>>, tx: &mut mpsc::Sender<Bytes>) -> Option<Value> {
+        let event_stream =
+            response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"));
+        let mut body = response.into_body();
+        if !event_stream {
+            let bytes = match body.collect().await {
+                Ok(collected) => collected.to_bytes(),
+                Err(never) => match never {},
+            };
+            return Some(serde_json::from_slice(&bytes).unwrap_or_else(|_| self.error("the handler's answer is not JSON".into())));
+        }
+        let mut buffer = Vec::new();
+        loop {
+            while let Some(event) = sse::take_event(&mut buffer) {
+                let Some(mut message) = sse::message(&event) else {
+                    tx.send(Bytes::from(format!("{event}\n\n"))).await.ok()?;
+                    continue;
+                };
+                if message.get("id") == Some(&self.request_id) && (message.get("result").is_some() || message.get("error").is_some()) {
+                    return Some(message);
+                }
+                self.finish.message(&mut message);
+                tx.send(Bytes::from(sse::with_message(&event, &message))).await.ok()?;
+            }
+            match body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        buffer.extend_from_slice(&data);
+                    }
+                }
+                Some(Err(never)) => match never {},
+                None => return Some(self.error("the handler ended its stream without an answer".into())),
+            }
+        }
+    }
+
+    /// Sends `requests` to the client and waits for every answer. `Ok(None)`:
+    /// the client left.
+    async fn ask(&mut self, requests: &Map<String, Value>, tx: &mut mpsc::Sender<Bytes>) -> Result<Option<Map<String, Value>>, Value> {
+        let asked: Vec<(String, String, String, Value)> = requests
+            .iter()
+            .map(|(key, request)| {
+                let method = request.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+                (key.clone(), ASK_IDS.mint(), method, request.get("params").cloned().unwrap_or_else(|| json!({})))
+            })
+            .collect();
+        if let Some((_, _, method, _)) = asked.iter().find(|(_, _, method, _)| !ASKABLE.contains(&method.as_str())) {
+            return Err(self.error(format!("the tool asked for {method}, which a 2025-era client cannot be asked")));
+        }
+        let principal = self.template.ctx.principal.clone();
+        let wait = self.cut().saturating_duration_since(Instant::now());
+        let ids: Vec<(String, String)> = asked.iter().map(|(_, id, method, _)| (id.clone(), method.clone())).collect();
+        if let Err(error) = self.sessions.await_answers(&principal, &self.session, &ids, wait).await {
+            tracing::error!(%error, "opening the mailbox");
+            return Err(self.internal("the server could not wait for the client's answers"));
+        }
+        for (_, id, method, params) in &asked {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            if tx.send(Bytes::from(sse::encode(&request))).await.is_err() {
+                return Ok(None);
+            }
+        }
+        let mut answers = Map::new();
+        let mut pause = FIRST_POLL;
+        let mut quiet_since = Instant::now();
+        while answers.len() < asked.len() {
+            tokio::time::sleep(pause).await;
+            pause = (pause.mul_f32(1.5)).min(MAX_POLL);
+            for (key, id, method, _) in &asked {
+                if answers.contains_key(key) {
+                    continue;
+                }
+                metrics::count(metrics::Counter::MailboxReads);
+                match self.sessions.collect(&principal, &self.session, id).await {
+                    Ok(None) => {}
+                    Ok(Some(Answer::Result(result))) => {
+                        answers.insert(key.clone(), result);
+                    }
+                    Ok(Some(Answer::Error(error))) => {
+                        let said = error.get("message").and_then(Value::as_str).unwrap_or("no reason given");
+                        return Err(self.error(format!("the client answered {method} with an error: {said}")));
+                    }
+                    Err(error) => {
+                        tracing::error!(%error, "reading the mailbox");
+                        return Err(self.internal("the server could not read the client's answers"));
+                    }
+                }
+            }
+            if quiet_since.elapsed() >= self.keep_alive {
+                // Proxies drop idle streams; a comment is no message.
+                if tx.send(Bytes::from_static(b":\n\n")).await.is_err() {
+                    return Ok(None);
+                }
+                quiet_since = Instant::now();
+            }
+        }
+        Ok(Some(answers))
+    }
+
+    fn error(&self, message: String) -> Value {
+        json!({"jsonrpc": "2.0", "id": self.request_id, "error": {"code": code::INVALID_REQUEST, "message": message}})
+    }
+
+    fn internal(&self, message: &str) -> Value {
+        json!({"jsonrpc": "2.0", "id": self.request_id, "error": {"code": code::INTERNAL_ERROR, "message": message}})
+    }
+}
+
+/// The requests an `input_required` result asks the client to answer.
+fn input_requests(message: &Value) -> Option<&Map<String, Value>> {
+    let result = message.get("result")?;
+    if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+        return None;
+    }
+    result.get("inputRequests")?.as_object()
+}
