@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The official MCP conformance suite (infra/conformance.sh: core and tasks
-# scenarios) against the everything function, in the three set-ups the
+# The official MCP conformance suite (infra/conformance.sh: the core and
+# tasks scenarios at 2026-07-28, and the 2025-11-25 scenarios a 2025-era
+# client sees) against the everything function, in the three set-ups the
 # test command proves: zero set-up (memory, an in-process key and worker);
 # the Lambda shape (KMS, DynamoDB and SQS in the emulator, the task worker
 # a process of its own polling the queue); and two instances sharing only
@@ -54,6 +55,7 @@ MCP_LOCAL_ADDR="127.0.0.1:$port" "$TARGET/debug/everything" >"$STATE_DIR/everyth
 server_pid=$!
 conformance core core "$port"
 conformance tasks-in-process tasks "$port"
+conformance legacy legacy "$port"
 kill "$server_pid" 2>/dev/null || true
 wait "$server_pid" 2>/dev/null || true
 server_pid=""
@@ -72,6 +74,7 @@ server_pid="$(cat "$STATE_DIR/everything-aws.pid")"
 worker_pid="$(cat "$STATE_DIR/everything-worker.pid")"
 conformance core-emulated core "$port"
 conformance tasks-emulated tasks "$port"
+conformance legacy-emulated legacy "$port"
 grep -q "task run started" "$STATE_DIR/everything-worker.log" || { echo "the separate worker ran no task" >&2; exit 1; }
 
 # Two instances sharing only the emulator's table: every listen stream is
@@ -93,5 +96,13 @@ conformance core-two-instances core "$proxy_port"
 grep -q 'subscriptions/listen .* -> '"$port" "$STATE_DIR/split-proxy.log" \
   && grep -q 'test_trigger_tool_change -> '"$other_port" "$STATE_DIR/split-proxy.log" \
   || { echo "the listen streams and the trigger calls did not go to different instances (see $STATE_DIR/split-proxy.log)" >&2; exit 1; }
+# 2025-era clients: each session minted by one process and used on the
+# other, every answer to the server's own requests taken by the process
+# that is not holding the call.
+conformance legacy-two-instances legacy "$proxy_port"
+grep -q 'tools/call test_elicitation -> '"$port" "$STATE_DIR/split-proxy.log" \
+  && grep -q 'answer  -> '"$other_port" "$STATE_DIR/split-proxy.log" \
+  && grep -q 'initialize  -> '"$other_port" "$STATE_DIR/split-proxy.log" \
+  || { echo "the legacy calls, their answers and initialize did not go to different instances (see $STATE_DIR/split-proxy.log)" >&2; exit 1; }
 echo "$conformance_passed" >"$STATE_DIR/conformance-passed.txt"
 say "conformance: $conformance_passed checks passed in three set-ups"

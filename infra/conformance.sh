@@ -9,6 +9,8 @@
 #     MODE core:  every server scenario applicable at 2026-07-28 (--suite all)
 #     MODE tasks: the tasks-* scenarios of io.modelcontextprotocol/tasks, one
 #                 by one (the suite leaves extension scenarios out of --suite all)
+#     MODE legacy: the 2025-11-25 scenarios (--suite active at that revision),
+#                 as a 2025-era client (initialize, Mcp-Session-Id) sees the server
 #
 # Prints each scenario's counts and every failing check (scenario, check
 # id, why), and last `conformance: N passed, M failed`. Exits 0 only when
@@ -34,11 +36,13 @@ for _ in $(seq 1 150); do
   sleep 0.1
 done
 rm -rf "$out" && mkdir -p "$out/raw"
+[ "$mode" = legacy ] && spec=2025-11-25
 run() { timeout --kill-after=10 900 "$node_bin" "$cli" server --url "$url" --spec-version "$spec" -o "$out/raw" "$@" >>"$out/suite-output.txt" 2>&1 </dev/null; }
 case "$mode" in
   core) run --suite all || true ;;
   tasks) for scenario in $tasks_scenarios; do run --scenario "$scenario" --force || true; done ;;
-  *) echo "MODE must be core or tasks" >&2; exit 2 ;;
+  legacy) run --suite active || true ;;
+  *) echo "MODE must be core, tasks or legacy" >&2; exit 2 ;;
 esac
 # The suite's exit code mixes failures with crashes; the checks decide.
 "$VENV/bin/python" "$ROOT/infra/conformance_summary.py" "$out/raw" "${CONFORMANCE_MAX_SKIPPED:-}"

@@ -1,8 +1,14 @@
-"""Sends `subscriptions/listen` to one server and every other request to
-another, streaming each answer back as it arrives: with two server
-processes sharing the emulator's table, the conformance suite's trigger
-calls are then always served by the process that does not hold the
-stream.
+"""Sends the requests that hold a stream to one server and every other
+request to another, streaming each answer back as it arrives. With two
+server processes sharing the emulator's table:
+- `subscriptions/listen` goes to the first, so the conformance suite's
+  trigger calls are always served by the process that does not hold the
+  stream;
+- a 2025-era client's calls (`tools/call`, `prompts/get`,
+  `resources/read`, without the 2026 `Mcp-Method` header) go to the first
+  too, and its `initialize` and its answers to the server's own requests
+  to the second: the session is minted by one process and opened by the
+  other, and every answer crosses to the process holding the call.
 
     python infra/split_proxy.py PORT LISTEN_URL OTHER_URL
 
@@ -10,10 +16,12 @@ Each request's method and where it went is printed on stderr.
 """
 
 import http.client
+import json
 import sys
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+LEGACY_CALLS = {"tools/call", "prompts/get", "resources/read"}
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
 
 
@@ -25,10 +33,18 @@ class Split(BaseHTTPRequestHandler):
 
     def forward(self):
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
-        method = self.headers.get("mcp-method", "")
-        target = self.listen if method == "subscriptions/listen" else self.other
-        print(f"split-proxy: {self.command} {method or '-'} {self.headers.get('mcp-name', '')} -> {target.port}",
-              file=sys.stderr, flush=True)
+        modern = self.headers.get("mcp-method")
+        try:
+            message = json.loads(body) if body else {}
+        except ValueError:
+            message = {}
+        message = message if isinstance(message, dict) else {}
+        method = modern or message.get("method") or ("answer" if "result" in message or "error" in message else "")
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        name = self.headers.get("mcp-name") or params.get("name") or params.get("uri") or ""
+        holds = method == "subscriptions/listen" or (not modern and method in LEGACY_CALLS)
+        target = self.listen if holds else self.other
+        print(f"split-proxy: {self.command} {method or '-'} {name} -> {target.port}", file=sys.stderr, flush=True)
         upstream = http.client.HTTPConnection(target.hostname, target.port, timeout=600)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
         headers["Host"] = f"{target.hostname}:{target.port}"
