@@ -273,7 +273,11 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let request_id = id.unwrap_or(Value::Null);
         let message = serde_json::from_slice(&body).unwrap_or_default();
         let facts = parts.extensions.get::<EntryFacts>().cloned().unwrap_or_default();
-        let template = Template { method: parts.method, uri: parts.uri, headers: parts.headers, ctx: ctx.clone(), facts, message };
+        let mut template = Template { method: parts.method, uri: parts.uri, headers: parts.headers, ctx: ctx.clone(), facts, message };
+        // The stream follows a task to its outcome for the client, which
+        // has no tasks/get: to the handler, the client takes part in the
+        // tasks extension.
+        template.declare_tasks();
         let finish = FinalRewrite {
             ctx: Some(ctx),
             method: log.method.clone(),

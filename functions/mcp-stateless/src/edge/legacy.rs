@@ -359,7 +359,7 @@ fn standard_headers(
     params: &Value,
     tool_schema: &(dyn Fn(&str) -> Option<Arc<JsonObject>> + Send + Sync),
 ) -> Vec<(HeaderName, HeaderValue)> {
-    let encoded = |value: &str| HeaderValue::from_str(&format!("=?base64?{}?=", BASE64_STANDARD.encode(value))).ok();
+    let encoded = header_value;
     let mut headers = vec![(HeaderName::from_static("mcp-method"), HeaderValue::from_str(method).unwrap_or(HeaderValue::from_static("")))];
     let name_key = match method {
         "tools/call" | "prompts/get" => Some("name"),
@@ -382,6 +382,12 @@ fn standard_headers(
         }
     }
     headers
+}
+
+/// `value` as a standard header's value, in the Base64 form that holds
+/// any string (`=?base64?…?=`).
+pub(super) fn header_value(value: &str) -> Option<HeaderValue> {
+    HeaderValue::from_str(&format!("=?base64?{}?=", BASE64_STANDARD.encode(value))).ok()
 }
 
 /// The `(x-mcp-header, argument)` pairs of primitive arguments whose

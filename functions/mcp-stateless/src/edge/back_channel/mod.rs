@@ -13,7 +13,8 @@
 //! `inputResponses` and the sealed `requestState`, and repeats, for at
 //! most [`MAX_ROUNDS`] rounds and never past the invocation's deadline.
 //! Everything else the tool streams (progress, log messages) is passed on
-//! as it comes.
+//! as it comes. A task tool's call is followed to its outcome the same way
+//! (`task.rs`): a 2025-era client cannot poll a task, so the stream does.
 
 use std::{
     convert::Infallible,
@@ -26,7 +27,10 @@ use futures::{SinkExt, StreamExt, channel::mpsc, future::BoxFuture};
 use http::{HeaderMap, Method, Uri, header};
 use http_body_util::{BodyExt, Either, Full, StreamBody, combinators::BoxBody};
 use hyper::body::Frame;
+use rmcp::model::TASKS_EXTENSION_ID;
 use serde_json::{Map, Value, json};
+
+mod task;
 
 use crate::{
     edge::{
@@ -38,7 +42,7 @@ use crate::{
     metrics,
     protocol::{
         capability_guard::missing_capabilities,
-        context::{CallContext, EntryFacts},
+        context::{CallContext, EntryFacts, META_CLIENT_CAPABILITIES},
     },
     sessions::{
         LegacySessions, Session,
@@ -76,13 +80,40 @@ pub(super) struct Template {
 
 impl Template {
     fn request(&self) -> http::Request<Full<Bytes>> {
-        let mut request = http::Request::new(Full::new(Bytes::from(serde_json::to_vec(&self.message).unwrap_or_default())));
+        self.request_with(&self.message, &[])
+    }
+
+    /// `message` sent as this request was, with `headers` replacing its own.
+    fn request_with(&self, message: &Map<String, Value>, headers: &[(&'static str, String)]) -> http::Request<Full<Bytes>> {
+        let mut request = http::Request::new(Full::new(Bytes::from(serde_json::to_vec(message).unwrap_or_default())));
         *request.method_mut() = self.method.clone();
         *request.uri_mut() = self.uri.clone();
         *request.headers_mut() = self.headers.clone();
+        for (name, value) in headers {
+            if let Ok(value) = http::HeaderValue::from_str(value) {
+                request.headers_mut().insert(*name, value);
+            }
+        }
         request.extensions_mut().insert(self.ctx.clone());
         request.extensions_mut().insert(self.facts.clone());
         request
+    }
+
+    /// Declares the tasks extension, in the request's `_meta` and its
+    /// context alike.
+    pub(super) fn declare_tasks(&mut self) {
+        fn declare(capabilities: &mut Map<String, Value>) {
+            let extensions = capabilities.entry("extensions").or_insert_with(|| json!({}));
+            if !extensions.is_object() {
+                *extensions = json!({});
+            }
+            extensions.as_object_mut().expect("made an object").insert(TASKS_EXTENSION_ID.into(), json!({}));
+        }
+        let meta = self.params().entry("_meta").or_insert_with(|| json!({}));
+        if let Some(capabilities) = meta.get_mut(META_CLIENT_CAPABILITIES).and_then(Value::as_object_mut) {
+            declare(capabilities);
+        }
+        declare(&mut self.ctx.client_capabilities);
     }
 
     fn params(&mut self) -> &mut Map<String, Value> {
@@ -133,7 +164,7 @@ impl Conversation {
     }
 
     /// When the call must have answered.
-    fn cut(&self) -> Instant {
+    pub(super) fn cut(&self) -> Instant {
         match self.template.facts.deadline {
             Some(deadline) => deadline.checked_sub(MARGIN).unwrap_or(deadline),
             None => Instant::now() + LOCAL_WAIT,
@@ -144,7 +175,10 @@ impl Conversation {
     async fn converse(&mut self, tx: &mut mpsc::Sender<Bytes>) -> Option<Value> {
         for round in 0.. {
             let response = (self.handler)(self.template.request()).await;
-            let last = self.relay(response, tx).await?;
+            let mut last = self.relay(response, tx).await?;
+            if let Some(task_id) = task::created(&last) {
+                last = self.follow(&task_id, tx).await?;
+            }
             let Some(requests) = input_requests(&last) else { return Some(last) };
             if missing_capabilities(&self.template.ctx.client_capabilities, requests).is_some() {
                 // Shaped into a refusal naming the capability.
@@ -171,7 +205,11 @@ impl Conversation {
 
     /// Passes on what a round streams, and answers its final message
     /// unsent.
-    async fn relay(&mut self, response: http::Response<BoxBody<Bytes, Infallible>>, tx: &mut mpsc::Sender<Bytes>) -> Option<Value> {
+    pub(super) async fn relay(
+        &mut self,
+        response: http::Response<BoxBody<Bytes, Infallible>>,
+        tx: &mut mpsc::Sender<Bytes>,
+    ) -> Option<Value> {
         let event_stream =
             response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"));
         let mut body = response.into_body();
@@ -209,7 +247,11 @@ impl Conversation {
 
     /// Sends `requests` to the client and waits for every answer. `Ok(None)`:
     /// the client left.
-    async fn ask(&mut self, requests: &Map<String, Value>, tx: &mut mpsc::Sender<Bytes>) -> Result<Option<Map<String, Value>>, Value> {
+    pub(super) async fn ask(
+        &mut self,
+        requests: &Map<String, Value>,
+        tx: &mut mpsc::Sender<Bytes>,
+    ) -> Result<Option<Map<String, Value>>, Value> {
         let asked: Vec<(String, String, String, Value)> = requests
             .iter()
             .map(|(key, request)| {
@@ -270,7 +312,7 @@ impl Conversation {
         Ok(Some(answers))
     }
 
-    fn error(&self, message: String) -> Value {
+    pub(super) fn error(&self, message: String) -> Value {
         json!({"jsonrpc": "2.0", "id": self.request_id, "error": {"code": code::INVALID_REQUEST, "message": message}})
     }
 
