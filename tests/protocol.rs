@@ -105,6 +105,8 @@ async fn x_mcp_header_parameters_are_validated_and_base64_decoded() {
 #[tokio::test]
 async fn removed_and_unknown_methods_are_404_method_not_found() {
     let addr = server().await;
+    // With the modern envelope: removed at 2026-07-28 (a 2025-era client,
+    // without it, is served: tests/legacy.rs).
     for method in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "unknown/method"] {
         let params = if method.starts_with("resources/") { json!({"uri": "test://static-text"}) } else { json!({}) };
         let reply = post(addr, &request(6, method, params, json!({}))).await;
@@ -124,34 +126,16 @@ async fn a_request_without_the_transports_accept_header_is_406() {
     assert_eq!(reply.status, 406);
 }
 
-/// A 2025-era client opens with `initialize` and no `_meta`, and cannot
-/// move forward by itself: the answer names the versions this server
-/// speaks (basic/versioning, backward compatibility), not a missing field.
-#[tokio::test]
-async fn a_legacy_initialize_is_told_which_protocol_version_to_speak() {
-    let addr = server().await;
-    let legacy = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "legacy", "version": "1"}}});
-    let headers = [
-        ("content-type".to_owned(), "application/json".to_owned()),
-        ("accept".to_owned(), "application/json, text/event-stream".to_owned()),
-    ];
-    let reply = send(addr, "POST", &headers, legacy.to_string().into_bytes()).await;
-    assert_eq!((reply.status, error_code(&reply)), (404, -32601), "{:?}", reply.json());
-    let error = &reply.json()["error"];
-    assert!(error["message"].as_str().unwrap().contains("2026-07-28"), "{error}");
-    assert_eq!(error["data"]["supported"], json!(["2026-07-28"]));
-    assert_eq!(error["data"]["requested"], "2025-06-18");
-}
-
 #[tokio::test]
 async fn only_post_is_served_and_notifications_get_202() {
     let addr = server().await;
-    for method in ["GET", "DELETE", "PUT"] {
+    for method in ["GET", "PUT"] {
         let reply = send(addr, method, &standard_headers(&json!({})), Vec::new()).await;
         assert_eq!(reply.status, 405, "{method}");
-        assert_eq!(reply.headers["allow"], "POST");
+        assert_eq!(reply.headers["allow"], "POST, DELETE");
     }
+    // DELETE ends a 2025-era session, and names which.
+    assert_eq!(send(addr, "DELETE", &standard_headers(&json!({})), Vec::new()).await.status, 400);
     let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
     let reply = post(addr, &note).await;
     assert_eq!(reply.status, 202);

@@ -5,6 +5,7 @@ pub mod emulator;
 pub mod fault_proxy;
 pub mod fixture_server;
 pub mod issuer;
+pub mod legacy;
 pub mod streams;
 pub mod tasks;
 

@@ -29,15 +29,21 @@ impl EventStream {
     /// POSTs `body` as `principal` (the local development header) and
     /// returns once the response headers are in.
     pub async fn open(addr: SocketAddr, body: &Value, principal: Option<&str>) -> Self {
+        let mut headers = standard_headers(body);
+        if let Some(principal) = principal {
+            headers.push(("x-mcp-dev-principal".into(), principal.into()));
+        }
+        Self::open_with(addr, body, headers).await
+    }
+
+    /// POSTs `body` with exactly `headers` (a 2025-era client's, say).
+    pub async fn open_with(addr: SocketAddr, body: &Value, headers: Vec<(String, String)>) -> Self {
         let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
         tokio::spawn(connection);
         let mut builder = http::Request::builder().method("POST").uri("/mcp").header("host", addr.to_string());
-        for (name, value) in standard_headers(body) {
+        for (name, value) in headers {
             builder = builder.header(name, value);
-        }
-        if let Some(principal) = principal {
-            builder = builder.header("x-mcp-dev-principal", principal);
         }
         let request = builder.body(Full::new(Bytes::from(serde_json::to_vec(body).unwrap()))).unwrap();
         let response = sender.send_request(request).await.unwrap();

@@ -1,0 +1,227 @@
+//! 2025-era clients on the same endpoint: the handshake, the sealed
+//! session, results shaped for the era, and the server's own requests
+//! answered on another instance (the emulator's table between them).
+
+use std::{sync::Arc, time::Duration};
+
+use e2e::{
+    emulator::{fresh_key, fresh_table, sdk, settings, unique},
+    legacy::{LegacyClient, initialize},
+    post, request, send, spawn, standard_headers,
+};
+use mcp_stateless::{Dependencies, EdgePolicy, McpEndpoint, Mode, clock::SystemClock, deployment::Transport};
+use serde_json::{Value, json};
+
+fn everything(deps: Dependencies, transport: Transport) -> McpEndpoint<everything::EverythingServer> {
+    let sessions = deps.sessions.clone();
+    let policy = EdgePolicy { transport, ..EdgePolicy::new(Mode::Local) };
+    McpEndpoint::new(everything::EverythingServer::new(deps), policy).with_sessions(sessions)
+}
+
+async fn local(transport: Transport) -> std::net::SocketAddr {
+    spawn(everything(Dependencies::in_process(), transport)).await
+}
+
+/// An instance on the emulator's key and table, sharing nothing else.
+async fn instance(key: &str, table: &str, audience: &str) -> std::net::SocketAddr {
+    let deps = mcp_aws::dependencies(&settings(key, table, audience), Some(&sdk().await), Arc::new(SystemClock));
+    spawn(everything(deps, Transport::Streaming)).await
+}
+
+const MODERN_ONLY: [&str; 3] = ["resultType", "ttlMs", "cacheScope"];
+
+fn assert_shaped_for_2025(message: &Value) {
+    let result = message.get("result").unwrap_or_else(|| panic!("a result: {message}"));
+    for field in MODERN_ONLY {
+        assert!(result.get(field).is_none(), "{field} in {message}");
+    }
+}
+
+#[tokio::test]
+async fn initialize_negotiates_a_legacy_version_and_mints_a_visible_ascii_session() {
+    let addr = local(Transport::Streaming).await;
+    for (asked, answered) in
+        [("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-03-26"), ("2026-07-28", "2025-11-25"), ("1999-01-01", "2025-11-25")]
+    {
+        let reply = initialize(addr, "alice", asked, json!({})).await;
+        assert_eq!(reply.status, 200);
+        let result = &reply.json()["result"];
+        assert_eq!(result["protocolVersion"], answered, "asked {asked}");
+        assert_eq!(result["serverInfo"]["name"], "everything");
+        assert_shaped_for_2025(&reply.json());
+        // No notification stream for legacy sessions: nothing advertises one.
+        assert_eq!(result["capabilities"]["tools"], json!({}));
+        assert!(result["capabilities"]["resources"].get("subscribe").is_none());
+        let session = reply.headers["mcp-session-id"].to_str().unwrap();
+        assert!(session.bytes().all(|b| (0x21..=0x7e).contains(&b)), "{session}");
+    }
+    // An initialize that claims the modern envelope stays what it was.
+    let modern = post(addr, &request(1, "initialize", json!({"protocolVersion": "2026-07-28"}), json!({}))).await;
+    assert_eq!((modern.status, modern.json()["error"]["code"].as_i64()), (404, Some(-32601)));
+}
+
+#[tokio::test]
+async fn legacy_results_carry_no_2026_fields_and_legacy_methods_are_served() {
+    let addr = local(Transport::Streaming).await;
+    let client = LegacyClient::initialize(addr, "alice", json!({})).await;
+    for (method, params) in [
+        ("tools/list", json!({})),
+        ("tools/call", json!({"name": "test_simple_text"})),
+        ("prompts/get", json!({"name": "test_simple_prompt"})),
+        ("resources/read", json!({"uri": "test://static-text"})),
+        (
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"}, "argument": {"name": "arg1", "value": "t"}}),
+        ),
+    ] {
+        let reply = client.request(addr, method, params).await;
+        assert_eq!(reply.status, 200, "{method}");
+        assert_shaped_for_2025(&reply.message());
+    }
+    for (method, params) in
+        [("ping", json!({})), ("logging/setLevel", json!({"level": "info"})), ("resources/subscribe", json!({"uri": "test://x"}))]
+    {
+        let reply = client.request(addr, method, params).await;
+        assert_eq!(reply.json()["result"], json!({}), "{method}");
+    }
+    let bad_level = client.request(addr, "logging/setLevel", json!({"level": "loud"})).await;
+    assert_eq!(bad_level.json()["error"]["code"], -32602);
+    let modern_only = client.request(addr, "tasks/get", json!({"taskId": "x"})).await;
+    assert!(modern_only.json()["error"].is_object(), "tasks/* are 2026-07-28's");
+}
+
+#[tokio::test]
+async fn the_version_header_decides_a_request_without_the_envelope() {
+    let addr = local(Transport::Streaming).await;
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}});
+    let with = |version: Option<&str>| {
+        let mut headers = vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("accept".to_owned(), "application/json, text/event-stream".to_owned()),
+        ];
+        if let Some(version) = version {
+            headers.push(("mcp-protocol-version".to_owned(), version.to_owned()));
+        }
+        headers
+    };
+    let none = send(addr, "POST", &with(None), list.to_string().into_bytes()).await;
+    assert_eq!(none.status, 200, "served as 2025-03-26");
+    assert!(none.message()["result"]["tools"].is_array());
+    let unsupported = send(addr, "POST", &with(Some("2024-11-05")), list.to_string().into_bytes()).await;
+    assert_eq!(unsupported.status, 400);
+    let modern = send(addr, "POST", &with(Some("2026-07-28")), list.to_string().into_bytes()).await;
+    assert_eq!((modern.status, modern.json()["error"]["code"].as_i64()), (400, Some(-32602)), "the envelope is missing");
+    // A modern request is untouched: its own headers are still required.
+    let discover = request(4, "server/discover", json!({}), json!({}));
+    let mut headers = standard_headers(&discover);
+    headers.retain(|(name, _)| name != "mcp-protocol-version");
+    assert_eq!(send(addr, "POST", &headers, discover.to_string().into_bytes()).await.status, 400);
+}
+
+#[tokio::test]
+async fn sessions_that_do_not_open_are_404_and_delete_ends_one() {
+    let addr = local(Transport::Streaming).await;
+    let client = LegacyClient::initialize(addr, "alice", json!({})).await;
+    assert_eq!(client.request(addr, "tools/list", json!({})).await.status, 200);
+
+    let foreign = LegacyClient { principal: "bob".into(), ..LegacyClient::initialize(addr, "alice", json!({})).await };
+    assert_eq!(foreign.request(addr, "tools/list", json!({})).await.status, 404, "another caller's session");
+    let mut token = client.session.clone().unwrap();
+    let flipped = if token.ends_with('A') { 'B' } else { 'A' };
+    token.pop();
+    token.push(flipped);
+    let tampered = LegacyClient { session: Some(token), principal: "alice".into(), version: client.version.clone() };
+    let reply = tampered.request(addr, "tools/list", json!({})).await;
+    assert_eq!((reply.status, reply.json()["error"]["code"].as_i64()), (404, Some(-32001)));
+
+    assert_eq!(client.delete(addr).await.status, 200);
+    assert_eq!(client.request(addr, "tools/list", json!({})).await.status, 404, "ended");
+    assert_eq!(client.delete(addr).await.status, 404, "already ended");
+    // Without a session a legacy request is still served, with no capabilities.
+    let sessionless = LegacyClient { session: None, ..client };
+    assert_eq!(sessionless.request(addr, "tools/list", json!({})).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_log_level_set_once_reaches_the_sessions_later_calls() {
+    let addr = local(Transport::Streaming).await;
+    let client = LegacyClient::initialize(addr, "alice", json!({})).await;
+    let logs = |reply: &e2e::Reply| reply.messages().iter().filter(|m| m["method"] == "notifications/message").count();
+    let before = client.request(addr, "tools/call", json!({"name": "test_tool_with_logging"})).await;
+    assert_eq!(logs(&before), 0, "no level set: no log messages");
+    client.request(addr, "logging/setLevel", json!({"level": "debug"})).await;
+    let after = client.request(addr, "tools/call", json!({"name": "test_tool_with_logging"})).await;
+    assert_eq!(logs(&after), 3);
+}
+
+/// Where no stream can carry the server's question, or the client did not
+/// declare it can answer, the call is refused by name, never left hanging.
+#[tokio::test]
+async fn a_tool_that_asks_is_refused_cleanly_where_it_cannot_ask() {
+    let ask = json!({"name": "test_elicitation", "arguments": {}});
+    let buffered = local(Transport::Buffered).await;
+    let client = LegacyClient::initialize(buffered, "alice", json!({"elicitation": {}})).await;
+    let refused = client.request(buffered, "tools/call", ask.clone()).await.message();
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(refused["result"]["content"][0]["text"].as_str().unwrap().contains("elicitation/create"), "{refused}");
+
+    let streaming = local(Transport::Streaming).await;
+    let undeclared = LegacyClient::initialize(streaming, "alice", json!({})).await;
+    let refused = undeclared.request(streaming, "tools/call", ask.clone()).await.message();
+    assert!(refused["result"]["content"][0]["text"].as_str().unwrap().contains("did not declare"), "{refused}");
+    let prompt = undeclared.request(streaming, "prompts/get", json!({"name": "test_input_required_result_prompt"})).await.message();
+    assert_eq!(prompt["error"]["code"], -32600, "a prompt is refused with an error: {prompt}");
+}
+
+/// The call is held by one instance, the answer reaches the other: the
+/// two share only the emulator's key and table.
+#[tokio::test]
+async fn an_answer_that_reaches_another_instance_resumes_the_call() {
+    let sdk = sdk().await;
+    let (key, table, audience) = (fresh_key(&sdk).await, fresh_table(&sdk).await, unique("legacy"));
+    let holder = instance(&key, &table, &audience).await;
+    let other = instance(&key, &table, &audience).await;
+    // Minted on one instance, used on the other.
+    let client = LegacyClient::initialize(other, "alice", json!({"elicitation": {}})).await;
+    let mut call = client.stream(holder, "tools/call", json!({"name": "test_elicitation", "arguments": {}})).await;
+    assert_eq!(call.status, 200);
+    let asked = call.until_method("elicitation/create").await;
+    let id = asked["id"].clone();
+    assert!(id.as_str().unwrap().starts_with("ask_"), "{asked}");
+    assert_eq!(asked["params"]["requestedSchema"]["properties"]["username"]["type"], "string");
+
+    let malformed = client.answer(other, &id, json!({"action": "perhaps"})).await;
+    assert_eq!(malformed.status, 400, "checked against the method's shape");
+    let stranger = LegacyClient { principal: "bob".into(), session: client.session.clone(), version: client.version.clone() };
+    assert_eq!(stranger.answer(other, &id, json!({"action": "accept"})).await.status, 404, "another caller");
+    let answer = json!({"action": "accept", "content": {"username": "testuser", "email": "test@example.com"}});
+    assert_eq!(client.answer(other, &id, answer.clone()).await.status, 202);
+    assert_eq!(client.answer(other, &id, answer).await.status, 400, "written once");
+
+    let (_, last) = call.next().await.expect("the call's answer");
+    assert_eq!(last["id"], 7);
+    let text = last["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{last}"));
+    assert!(text.contains("testuser"), "{text}");
+    assert!(last["result"].get("resultType").is_none());
+
+    // Ended on one instance, refused on the other.
+    assert_eq!(client.delete(holder).await.status, 200);
+    assert_eq!(client.request(other, "tools/list", json!({})).await.status, 404);
+}
+
+/// A 2025-era client cannot poll a task: the call's stream follows it
+/// (durable in the store, run by the worker loop here), asks its question
+/// on the stream and answers the call with the task's outcome.
+#[tokio::test]
+async fn a_task_tool_is_followed_to_its_outcome_on_the_calls_stream() {
+    let addr = local(Transport::Streaming).await;
+    let client = LegacyClient::initialize(addr, "alice", json!({"elicitation": {}})).await;
+    let mut call = client.stream(addr, "tools/call", json!({"name": "confirm_delete", "arguments": {"filename": "a.txt"}})).await;
+    let asked = call.until_method("elicitation/create").await;
+    assert!(asked["params"]["message"].as_str().unwrap().contains("a.txt"), "{asked}");
+    assert_eq!(client.answer(addr, &asked["id"], json!({"action": "accept", "content": {"confirm": true}})).await.status, 202);
+    let (_, last) = call.next().await.expect("the call's answer");
+    assert_eq!(last["id"], 7, "{last}");
+    assert_eq!(last["result"]["content"][0]["text"], "Deleted a.txt", "{last}");
+    assert!(last["result"].get("resultType").is_none(), "{last}");
+}
