@@ -2,7 +2,7 @@
 //! session, results shaped for the era, and the server's own requests
 //! answered on another instance (the emulator's table between them).
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use e2e::{
     emulator::{fresh_key, fresh_table, sdk, settings, unique},

@@ -9,7 +9,7 @@ use rmcp::{
     model::{CallToolResponse, CallToolResult, ContentBlock, InputRequiredResult, LoggingLevel},
     tool, tool_router,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 
 use mcp_stateless::prelude::Reporter;
 
@@ -18,16 +18,9 @@ use crate::{
     mrtr_tools::{answered, elicit, requests, sample},
 };
 
-/// The answer of one question, or the question asked.
-fn ask_once(
-    responses: &Option<rmcp::model::InputResponses>,
-    key: &str,
-    ask: impl FnOnce() -> rmcp::model::InputRequest,
-) -> Result<Value, CallToolResponse> {
-    match answered(responses, key) {
-        Some(reply) => Ok(Value::Object(reply.clone())),
-        None => Err(InputRequiredResult::from_input_requests(requests([(key, ask())])).into()),
-    }
+/// Asks the client the one question `request`, under `key`.
+fn ask(key: &str, request: rmcp::model::InputRequest) -> CallToolResponse {
+    InputRequiredResult::from_input_requests(requests([(key, request)])).into()
 }
 
 fn reply(text: String) -> CallToolResponse {
@@ -46,30 +39,30 @@ impl EverythingServer {
 
     #[tool(description = "Asks the client's model to answer a prompt (sampling)")]
     async fn test_sampling(&self, InputResponses(responses): InputResponses) -> CallToolResponse {
-        match ask_once(&responses, "completion", || sample("Test prompt for sampling")) {
-            Ok(answer) => reply(format!("LLM response: {}", answer["content"]["text"].as_str().unwrap_or_default())),
-            Err(asking) => asking,
+        match answered(&responses, "completion") {
+            Some(answer) => reply(format!("LLM response: {}", answer["content"]["text"].as_str().unwrap_or_default())),
+            None => ask("completion", sample("Test prompt for sampling")),
         }
     }
 
     #[tool(description = "Asks the user for a username and an email (elicitation)")]
     async fn test_elicitation(&self, InputResponses(responses): InputResponses) -> CallToolResponse {
-        let ask = || {
+        let form = || {
             elicit(
                 "Please provide your information",
                 json!({"username": {"type": "string", "description": "Your username"}, "email": {"type": "string", "format": "email"}}),
                 &["username", "email"],
             )
         };
-        match ask_once(&responses, "user", ask) {
-            Ok(answer) => reply(format!("User response: action={}, content={}", answer["action"], answer["content"])),
-            Err(asking) => asking,
+        match answered(&responses, "user") {
+            Some(answer) => reply(format!("User response: action={}, content={}", answer["action"], answer["content"])),
+            None => ask("user", form()),
         }
     }
 
     #[tool(description = "Asks with a form whose every field has a default (SEP-1034)")]
     async fn test_elicitation_sep1034_defaults(&self, InputResponses(responses): InputResponses) -> CallToolResponse {
-        let ask = || {
+        let form = || {
             elicit(
                 "Please review your profile",
                 json!({
@@ -82,15 +75,15 @@ impl EverythingServer {
                 &[],
             )
         };
-        match ask_once(&responses, "profile", ask) {
-            Ok(answer) => reply(format!("Elicitation completed: action={}, content={}", answer["action"], answer["content"])),
-            Err(asking) => asking,
+        match answered(&responses, "profile") {
+            Some(answer) => reply(format!("Elicitation completed: action={}, content={}", answer["action"], answer["content"])),
+            None => ask("profile", form()),
         }
     }
 
     #[tool(description = "Asks with every kind of enum field (SEP-1330)")]
     async fn test_elicitation_sep1330_enums(&self, InputResponses(responses): InputResponses) -> CallToolResponse {
-        let ask = || {
+        let form = || {
             elicit(
                 "Please choose",
                 json!({
@@ -105,9 +98,9 @@ impl EverythingServer {
                 &[],
             )
         };
-        match ask_once(&responses, "choices", ask) {
-            Ok(answer) => reply(format!("Elicitation completed: action={}, content={}", answer["action"], answer["content"])),
-            Err(asking) => asking,
+        match answered(&responses, "choices") {
+            Some(answer) => reply(format!("Elicitation completed: action={}, content={}", answer["action"], answer["content"])),
+            None => ask("choices", form()),
         }
     }
 }
