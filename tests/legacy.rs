@@ -2,7 +2,7 @@
 //! session, results shaped for the era, and the server's own requests
 //! answered on another instance (the emulator's table between them).
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use e2e::{
     emulator::{fresh_key, fresh_table, sdk, settings, unique},
@@ -49,9 +49,9 @@ async fn initialize_negotiates_a_legacy_version_and_mints_a_visible_ascii_sessio
         assert_eq!(result["protocolVersion"], answered, "asked {asked}");
         assert_eq!(result["serverInfo"]["name"], "everything");
         assert_shaped_for_2025(&reply.json());
-        // No notification stream for legacy sessions: nothing advertises one.
-        assert_eq!(result["capabilities"]["tools"], json!({}));
-        assert!(result["capabilities"]["resources"].get("subscribe").is_none());
+        // Where answers stream, a session has a notification stream.
+        assert_eq!(result["capabilities"]["tools"], json!({"listChanged": true}));
+        assert!(result["capabilities"].get("extensions").is_none() && result["capabilities"].get("tasks").is_none());
         let session = reply.headers["mcp-session-id"].to_str().unwrap();
         assert!(session.bytes().all(|b| (0x21..=0x7e).contains(&b)), "{session}");
     }
@@ -161,6 +161,7 @@ async fn a_tool_that_asks_is_refused_cleanly_where_it_cannot_ask() {
     let ask = json!({"name": "test_elicitation", "arguments": {}});
     let buffered = local(Transport::Buffered).await;
     let client = LegacyClient::initialize(buffered, "alice", json!({"elicitation": {}})).await;
+    assert_eq!(client.notifications(buffered).await.status, 405, "no notification stream where answers are whole");
     let refused = client.request(buffered, "tools/call", ask.clone()).await.message();
     assert_eq!(refused["result"]["isError"], true, "{refused}");
     assert!(refused["result"]["content"][0]["text"].as_str().unwrap().contains("elicitation/create"), "{refused}");
@@ -171,6 +172,38 @@ async fn a_tool_that_asks_is_refused_cleanly_where_it_cannot_ask() {
     assert!(refused["result"]["content"][0]["text"].as_str().unwrap().contains("did not declare"), "{refused}");
     let prompt = undeclared.request(streaming, "prompts/get", json!({"name": "test_input_required_result_prompt"})).await.message();
     assert_eq!(prompt["error"]["code"], -32600, "a prompt is refused with an error: {prompt}");
+}
+
+/// A session's `GET` stream reports a change made through another
+/// instance (the emulator's change feed between them), and nothing else:
+/// no listen acknowledgement, no final result.
+#[tokio::test]
+async fn a_sessions_notification_stream_reports_changes_made_anywhere() {
+    let sdk = sdk().await;
+    let (key, table, audience) = (fresh_key(&sdk).await, fresh_table(&sdk).await, unique("legacy"));
+    let holder = instance(&key, &table, &audience).await;
+    let other = instance(&key, &table, &audience).await;
+    let client = LegacyClient::initialize(other, "alice", json!({})).await;
+    let mut stream = client.notifications(holder).await;
+    assert_eq!((stream.status, stream.content_type.as_str()), (200, "text/event-stream"));
+    // The stream drops listen's acknowledgement, so the client cannot tell
+    // when its first read of the feed is done: a change is made until one
+    // is reported, which takes one round unless the machine is slow.
+    let mut notified = None;
+    for _ in 0..20 {
+        let changed = client.request(other, "tools/call", json!({"name": "test_trigger_tool_change"})).await;
+        assert_eq!(changed.status, 200);
+        notified = stream.next_within(Duration::from_secs(3)).await;
+        if notified.is_some() {
+            break;
+        }
+    }
+    let notified = notified.expect("a notification");
+    assert_eq!(notified["method"], "notifications/tools/list_changed", "{notified}");
+    assert!(notified.get("id").is_none());
+    assert!(notified["params"]["_meta"].get("io.modelcontextprotocol/subscriptionId").is_none(), "{notified}");
+    let stranger = LegacyClient { principal: "bob".into(), session: client.session.clone(), version: client.version.clone() };
+    assert_eq!(stranger.notifications(holder).await.status, 404);
 }
 
 /// The call is held by one instance, the answer reaches the other: the

@@ -61,6 +61,11 @@ impl LegacyClient {
         self.post(addr, &json!({"jsonrpc": "2.0", "id": id, "result": result})).await
     }
 
+    /// Opens the session's notification stream (`GET`) on `addr`.
+    pub async fn notifications(&self, addr: SocketAddr) -> EventStream {
+        EventStream::get_with(addr, self.headers()).await
+    }
+
     /// Ends the session, on `addr`.
     pub async fn delete(&self, addr: SocketAddr) -> Reply {
         send(addr, "DELETE", &self.headers(), Vec::new()).await

@@ -38,14 +38,23 @@ impl EventStream {
 
     /// POSTs `body` with exactly `headers` (a 2025-era client's, say).
     pub async fn open_with(addr: SocketAddr, body: &Value, headers: Vec<(String, String)>) -> Self {
+        Self::send(addr, "POST", serde_json::to_vec(body).unwrap(), headers).await
+    }
+
+    /// `GET` with exactly `headers`: a 2025-era session's notification stream.
+    pub async fn get_with(addr: SocketAddr, headers: Vec<(String, String)>) -> Self {
+        Self::send(addr, "GET", Vec::new(), headers).await
+    }
+
+    async fn send(addr: SocketAddr, method: &str, body: Vec<u8>, headers: Vec<(String, String)>) -> Self {
         let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
         tokio::spawn(connection);
-        let mut builder = http::Request::builder().method("POST").uri("/mcp").header("host", addr.to_string());
+        let mut builder = http::Request::builder().method(method).uri("/mcp").header("host", addr.to_string());
         for (name, value) in headers {
             builder = builder.header(name, value);
         }
-        let request = builder.body(Full::new(Bytes::from(serde_json::to_vec(body).unwrap()))).unwrap();
+        let request = builder.body(Full::new(Bytes::from(body))).unwrap();
         let response = sender.send_request(request).await.unwrap();
         let status = response.status().as_u16();
         let content_type = response.headers().get(http::header::CONTENT_TYPE).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();

@@ -35,6 +35,9 @@ pub(super) enum Admitted {
     Legacy(LegacyRequest),
     /// `DELETE`: a 2025-era client ends its session.
     EndSession(http::Request<Bytes>, Principal),
+    /// `GET` with a 2025-era session where answers stream: its
+    /// notification stream.
+    Notifications(http::Request<Bytes>, Principal),
     /// A 2025-era client's answer to a request the server sent it.
     Answer(http::Request<Bytes>, serde_json::Map<String, Value>, Principal),
 }
@@ -72,6 +75,9 @@ impl Admission<'_> {
         }
         if request.method() == Method::DELETE {
             return Ok(Admitted::EndSession(request, facts.principal));
+        }
+        if request.method() == Method::GET && stream && request.headers().contains_key(legacy::SESSION_HEADER) {
+            return Ok(Admitted::Notifications(request, facts.principal));
         }
         if request.method() != Method::POST {
             return Err((EdgeError::MethodNotAllowed, None));

@@ -230,6 +230,25 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             Ok(Admitted::Answer(request, message, principal)) => {
                 Reply::Whole(legacy::take_answer(&self.sessions, &request, &message, &principal).await)
             }
+            Ok(Admitted::Notifications(request, principal)) => {
+                if !self.legacy_info.notifies {
+                    return Reply::Whole(refused(log, EdgeError::MethodNotAllowed, None));
+                }
+                match legacy::notification_stream(&self.sessions, request, &principal).await {
+                    Err(response) => Reply::Whole(response),
+                    Ok((listen, era)) => match admission.admit(listen, log, stream) {
+                        Ok(Admitted::Request(mut request, mut ctx, id)) => {
+                            if let Some(attached) = request.extensions_mut().get_mut::<CallContext>() {
+                                attached.era = era.clone();
+                            }
+                            ctx.era = era;
+                            self.dispatch(request, Some(ctx), id, log, stream).await
+                        }
+                        Ok(_) => Reply::Whole(refused(log, EdgeError::NotAnObject, None)),
+                        Err((error, id)) => Reply::Whole(refused(log, error, id)),
+                    },
+                }
+            }
             Ok(Admitted::EndSession(request, principal)) => Reply::Whole(legacy::end_session(&self.sessions, &request, &principal).await),
             Ok(Admitted::Legacy(call)) => {
                 let legacy = Legacy { sessions: &self.sessions, info: &self.legacy_info, tool_schema: &*self.tool_schemas };
@@ -284,6 +303,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             server_info: self.server_info.clone(),
             task_ids: TaskIdsFilter::default(),
             request_id: request_id.clone(),
+            notifications_only: false,
             log: None,
             outcome: None,
         };
@@ -310,6 +330,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let (parts, body) = request.into_parts();
         let deadline = parts.extensions.get::<EntryFacts>().and_then(|facts| facts.deadline);
         let task_ids = parts.extensions.get::<TaskIdsFilter>().cloned().unwrap_or_default();
+        let notifications_only = parts.extensions.get::<legacy::NotificationStream>().is_some();
         let request_id = request_id.unwrap_or(Value::Null);
         // A handler that has sent nothing by the deadline is stopped (the
         // response future is dropped, which cancels it) and the client gets
@@ -332,8 +353,16 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let (mut parts, body) = response.into_parts();
         let legacy = ctx.as_ref().is_some_and(|ctx| ctx.era != Era::Modern);
         let method = log.method.clone();
-        let mut finish =
-            FinalRewrite { ctx, method, server_info: self.server_info.clone(), task_ids, request_id, log: None, outcome: None };
+        let mut finish = FinalRewrite {
+            ctx,
+            method,
+            server_info: self.server_info.clone(),
+            task_ids,
+            request_id,
+            notifications_only,
+            log: None,
+            outcome: None,
+        };
         if stream && is_event_stream(&parts.headers) {
             return Reply::Stream { parts, body, finish, deadline };
         }

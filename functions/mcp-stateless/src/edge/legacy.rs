@@ -94,21 +94,31 @@ pub(super) struct LegacyInfo {
     capabilities: Value,
     server_info: Value,
     instructions: Option<String>,
+    /// Whether sessions get a notification stream (`GET`): where listen
+    /// streams exist.
+    pub notifies: bool,
 }
 
 impl LegacyInfo {
     /// From the handler's own info. Only what the legacy side delivers on
-    /// this deployment is advertised: there is no notification stream for
-    /// legacy sessions, so no `listChanged` and no resource `subscribe`
-    /// (subscribing is still answered), and nothing of 2026-07-28's
-    /// extensions or tasks.
+    /// this deployment is advertised: `listChanged` and resource
+    /// `subscribe` where the handler advertises them, which is where listen
+    /// streams exist and so a session's notification stream too; nothing of
+    /// 2026-07-28's extensions or tasks.
     pub(super) fn new(info: &rmcp::model::ServerConfig) -> Self {
         let modern = serde_json::to_value(&info.capabilities).unwrap_or_default();
         let mut capabilities = Map::new();
+        let mut notifies = false;
         for kind in ["tools", "prompts", "resources"] {
-            if modern.get(kind).is_some() {
-                capabilities.insert(kind.into(), json!({}));
+            let Some(advertised) = modern.get(kind) else { continue };
+            let mut legacy = Map::new();
+            for flag in ["listChanged", "subscribe"] {
+                if advertised.get(flag) == Some(&Value::Bool(true)) {
+                    legacy.insert(flag.into(), Value::Bool(true));
+                    notifies = true;
+                }
             }
+            capabilities.insert(kind.into(), Value::Object(legacy));
         }
         if modern.get("completions").is_some() {
             capabilities.insert("completions".into(), json!({}));
@@ -119,6 +129,7 @@ impl LegacyInfo {
             capabilities: Value::Object(capabilities),
             server_info: serde_json::to_value(&info.server_info).unwrap_or_default(),
             instructions: info.instructions.clone(),
+            notifies,
         }
     }
 }
@@ -231,6 +242,42 @@ pub(super) async fn end_session(sessions: &LegacySessions, request: &http::Reque
     }
 }
 
+/// Marks the modern request a session's `GET` became: its stream carries
+/// notifications only, so the listen acknowledgement and the final result
+/// are left out.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct NotificationStream;
+
+/// `GET` with a session: the session's notification stream, served as the
+/// listen stream it means (every list the server has, and the resources
+/// the session subscribed to when it opened), bounded and counted per
+/// caller as listen streams are.
+pub(super) async fn notification_stream(
+    sessions: &LegacySessions,
+    request: http::Request<Bytes>,
+    principal: &Principal,
+) -> Result<(http::Request<Bytes>, Era), http::Response<Bytes>> {
+    let token = session_token(request.headers()).unwrap_or_default();
+    let opened = sessions.open(principal, token).await.map_err(|error| session_error(error, None))?;
+    let mut notifications = json!({"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true});
+    if !opened.1.subscriptions.is_empty() {
+        notifications["resourceSubscriptions"] = json!(opened.1.subscriptions);
+    }
+    let mut message = Map::new();
+    message.insert("jsonrpc".into(), json!("2.0"));
+    message.insert("id".into(), json!("notifications"));
+    message.insert("method".into(), json!("subscriptions/listen"));
+    message.insert("params".into(), with_modern_meta(json!({"notifications": notifications}), Some(&opened)));
+    let (mut parts, _) = request.into_parts();
+    parts.method = http::Method::POST;
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    parts.headers.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+    parts.extensions.insert(NotificationStream);
+    let headers = standard_headers("subscriptions/listen", &Value::Null, &|_: &str| None);
+    let era = Era::Legacy { version: opened.0.protocol_version.clone() };
+    Ok((modern_request(http::Request::from_parts(parts, Bytes::new()), &message, headers), era))
+}
+
 /// A client's answer to a request the server sent mid-call: taken into
 /// the session's mailbox, for the invocation holding the call (202), or
 /// refused (400; 404 for a session that does not open).
@@ -276,6 +323,11 @@ fn answer_refused(refusal: AnswerRefusal) -> http::Response<Bytes> {
 /// `isError` for `tools/call` (the model can read it), a JSON-RPC error
 /// otherwise.
 pub(super) fn shape(message: &mut Value, method: Option<&str>, client_capabilities: &Map<String, Value>) {
+    if let Some(meta) = message.get_mut("params").and_then(|p| p.get_mut("_meta")).and_then(Value::as_object_mut) {
+        // A notification names the listen stream it belongs to, which a
+        // 2025-era client never opened.
+        meta.remove("io.modelcontextprotocol/subscriptionId");
+    }
     let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) else {
         return;
     };

@@ -47,6 +47,9 @@ pub(super) struct FinalRewrite {
     pub server_info: Arc<Value>,
     pub task_ids: TaskIdsFilter,
     pub request_id: Value,
+    /// A 2025-era session's notification stream: only notifications leave
+    /// (a message rewritten to `null` is not sent).
+    pub notifications_only: bool,
     /// Set for a stream: the log line it writes when it ends.
     pub log: Option<Finished>,
     /// What the final response said, and whether it became a refusal.
@@ -64,15 +67,26 @@ pub(super) struct Finished {
 
 impl Rewrite for FinalRewrite {
     fn message(&mut self, message: &mut Value) {
+        if self.notifications_only
+            && (message.get("id").is_some()
+                || message.get("method").and_then(Value::as_str) == Some("notifications/subscriptions/acknowledged"))
+        {
+            if message.get("id").is_some() {
+                let mut outcome = RequestLog::default();
+                outcome.record_outcome(message);
+                self.outcome = Some((outcome, false));
+            }
+            *message = Value::Null;
+            return;
+        }
         if self.task_ids.acknowledge(message) {
             return;
         }
+        if let Some(ctx) = self.ctx.as_ref().filter(|ctx| ctx.era != Era::Modern) {
+            legacy::shape(message, self.method.as_deref(), &ctx.client_capabilities);
+        }
         if message.get("id").is_none() || (message.get("result").is_none() && message.get("error").is_none()) {
             return;
-        }
-        let legacy = self.ctx.as_ref().filter(|ctx| ctx.era != Era::Modern);
-        if let Some(ctx) = legacy {
-            legacy::shape(message, self.method.as_deref(), &ctx.client_capabilities);
         }
         let mut outcome = RequestLog::default();
         outcome.record_outcome(message);
