@@ -104,5 +104,11 @@ grep -q 'tools/call test_elicitation -> '"$port" "$STATE_DIR/split-proxy.log" \
   && grep -q 'answer  -> '"$other_port" "$STATE_DIR/split-proxy.log" \
   && grep -q 'initialize  -> '"$other_port" "$STATE_DIR/split-proxy.log" \
   || { echo "the legacy calls, their answers and initialize did not go to different instances (see $STATE_DIR/split-proxy.log)" >&2; exit 1; }
+# The clients a user runs, the same way.
+if ! bash infra/legacy-clients.sh "http://127.0.0.1:$proxy_port/mcp" | tee "$STATE_DIR/legacy-clients.txt"; then
+  echo "the 2025-era clients failed: $(tail -n 1 "$STATE_DIR/legacy-clients.txt")" >&2
+  exit 1
+fi
+conformance_passed=$((conformance_passed + $(tail -n 1 "$STATE_DIR/legacy-clients.txt" | grep -Eo '[0-9]+ passed' | cut -d' ' -f1)))
 echo "$conformance_passed" >"$STATE_DIR/conformance-passed.txt"
 say "conformance: $conformance_passed checks passed in three set-ups"
