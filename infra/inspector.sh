@@ -5,10 +5,12 @@
 #     each must succeed and print what its trailing comment quotes;
 #   - the Inspector's schema portability check (--strict) finds nothing in
 #     any tool's schema, as the README says;
-#   - what the README says of CLI mode: the default (legacy) era is told
-#     which version to speak, and a tool that asks the user gets -32021;
+#   - what the README says of CLI mode, which declares no capabilities: a
+#     tool that asks the user is refused by name on the default (2025) era,
+#     and gets -32021 on the modern one;
 #   - the README's web UI command, its page driven in headless Chromium
-#     (tests/inspector/web.mjs): connect, a tool, a multi-round call, a task;
+#     (tests/inspector/web.mjs) on the default era and on the modern one:
+#     connect, a tool, a multi-round call, a task;
 #   - the redirect URI the web UI sends when opened at localhost, which
 #     must be the template's default Cognito callback (CognitoCallbackUrls).
 # The Inspector and the browser driver are pinned in
@@ -79,10 +81,12 @@ else
   fail "schema portability findings: $(head -c 600 "$out/portability.txt")"
 fi
 
-# What the README says the CLI gets without the era, and without elicitation.
-expect "CLI, default legacy era: told to speak 2026-07-28" "$out/cli-legacy.txt" \
-  "This server speaks MCP 2026-07-28" "npx $pinned --cli '$url' --method tools/list"
-expect "CLI, a tool that asks the user: Missing required client capability (-32021)" "$out/cli-elicit.txt" \
+# What the README says the CLI gets, which declares no capabilities: on
+# its default (2025) era, a tool that asks the user is refused by name;
+# on the modern era, with -32021.
+expect "CLI, default era: a tool that asks the user is refused, naming the capability" "$out/cli-elicit-legacy.txt" \
+  "did not declare" "npx $pinned --cli '$url' --method tools/call --tool-name plan_reminder"
+expect "CLI, modern era: a tool that asks the user: Missing required client capability (-32021)" "$out/cli-elicit.txt" \
   "Missing required client capability" "npx $pinned --cli '$url' --protocol-era modern --method tools/call --tool-name plan_reminder"
 
 # The web UI, started by the README's command on ports of its own.
@@ -127,21 +131,31 @@ else
   printf '{"mcpServers": {"mcp": {"type": "streamable-http", "url": "%s"}}}\n' "$url" >"$out/catalog.json"
   start_web readme "$web_command"
   readme_url="$web_url"
+  start_web modern "$web_command --protocol-era modern"
+  modern_url="$web_url"
   start_web catalog "npx $pinned --web --catalog '$out/catalog.json'"
   catalog_url="$web_url"
   # The template's default callbacks, on the port this Inspector listens on.
   callbacks="$(sed -n '/^  CognitoCallbackUrls:/,/Default:/s/^ *Default: *//p' "$ROOT/template.yaml")"
   catalog_port="${catalog_url#http://localhost:}"
   callbacks="${callbacks//:6274\//:${catalog_port%%/*}/}"
-  if [ -z "$readme_url" ] || [ -z "$catalog_url" ]; then
+  if [ -z "$readme_url" ] || [ -z "$modern_url" ] || [ -z "$catalog_url" ]; then
     fail "web UI: the Inspector did not start (logs: $out/web-*.log)"
   else
-    CHROMIUM="$chromium" EXPECTED_REDIRECTS="$callbacks" "$node_bin" "$dir/web.mjs" "$readme_url" "$out" "$catalog_url" | tee "$out/web.txt" || true
-    summary="$(tail -n 1 "$out/web.txt")"
-    case "$summary" in
-      "inspector web: "*) passed=$((passed + $(echo "$summary" | cut -d' ' -f3))); failed=$((failed + $(echo "$summary" | cut -d' ' -f5))) ;;
-      *) fail "web UI: the browser run ended without its summary (output in $out/web.txt)" ;;
-    esac
+    # web RUN VERSION URL [CATALOG_URL]: one browser run, its counts added.
+    web() {
+      CHROMIUM="$chromium" EXPECTED_VERSION="$2" EXPECTED_REDIRECTS="$callbacks" "$node_bin" "$dir/web.mjs" "$3" "$out" ${4:+"$4"} \
+        | tee "$out/web-$1.txt" || true
+      local summary
+      summary="$(tail -n 1 "$out/web-$1.txt")"
+      case "$summary" in
+        "inspector web: "*) passed=$((passed + $(echo "$summary" | cut -d' ' -f3))); failed=$((failed + $(echo "$summary" | cut -d' ' -f5))) ;;
+        *) fail "web UI ($1): the browser run ended without its summary (output in $out/web-$1.txt)" ;;
+      esac
+    }
+    # The README's command, on the Inspector's default era, then modern.
+    web default 2025-11-25 "$readme_url"
+    web modern 2026-07-28 "$modern_url" "$catalog_url"
   fi
 fi
 echo "inspector: $passed passed, $failed failed"

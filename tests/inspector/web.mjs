@@ -1,6 +1,9 @@
 // Drives the MCP Inspector's web UI in headless Chromium as a user would:
-// connect with the modern protocol era, run a tool, answer a multi-round
-// call's two questions, and take a task through its input_required step.
+// connect (on the era the Inspector was started with: $EXPECTED_VERSION,
+// 2026-07-28 unless set, is the version it must show), run a tool, answer
+// a multi-round call's two questions, and take a task through its
+// input_required step. In the legacy era the server asks each question on
+// the call's stream; in the modern era the Inspector retries the call.
 // infra/inspector.sh starts the Inspector against the starter and runs this.
 //
 //   node tests/inspector/web.mjs INSPECTOR_URL OUT_DIR [CATALOG_URL]
@@ -38,12 +41,12 @@ async function check(name, steps) {
   try {
     await steps();
     passed += 1;
-    console.log(`ok - ${name}`);
+    console.log(`ok - ${version}: ${name}`);
   } catch (error) {
     failed += 1;
     const shot = `${outDir}/${name.replace(/[^a-z0-9]+/gi, "-")}.png`;
     await page.screenshot({ path: shot, fullPage: true }).catch(() => {});
-    console.log(`FAILED - ${name}: ${String(error.message ?? error).split("\n")[0]} (screenshot: ${shot})`);
+    console.log(`FAILED - ${version}: ${name}: ${String(error.message ?? error).split("\n")[0]} (screenshot: ${shot})`);
   }
 }
 
@@ -60,12 +63,13 @@ async function answer(question, field, value) {
   await page.getByRole("button", { name: "Submit" }).click();
 }
 
-await check("connects over Streamable HTTP at MCP 2026-07-28", async () => {
+const version = process.env.EXPECTED_VERSION ?? "2026-07-28";
+await check(`connects over Streamable HTTP at MCP ${version}`, async () => {
   await page.goto(inspectorUrl);
   // Mantine draws its track over the switch's input: the input takes the check.
   await page.getByRole("switch").first().check({ force: true });
   await page.getByText("Connected", { exact: true }).waitFor(WAIT);
-  await page.getByText("MCP 2026-07-28", { exact: true }).waitFor(WAIT);
+  await page.getByText(`MCP ${version}`, { exact: true }).waitFor(WAIT);
 });
 
 await check("runs a tool: slugify", async () => {

@@ -396,6 +396,11 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             parts.status = StatusCode::BAD_REQUEST;
             parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
+        if legacy {
+            // The 2025-era transport answers a JSON-RPC error with HTTP 200;
+            // 2026-07-28's 400s (-32021 among them) were shaped away.
+            parts.status = StatusCode::OK;
+        }
         Reply::Whole(http::Response::from_parts(parts, messages.render()))
     }
 }

@@ -328,6 +328,21 @@ pub(super) fn shape(message: &mut Value, method: Option<&str>, client_capabiliti
         // 2025-era client never opened.
         meta.remove("io.modelcontextprotocol/subscriptionId");
     }
+    if let Some(required) = message
+        .get("error")
+        .filter(|error| error.get("code").and_then(Value::as_i64) == Some(code::MISSING_REQUIRED_CLIENT_CAPABILITY.into()))
+        .map(|error| error.get("data").and_then(|d| d.get("requiredCapabilities")).cloned().unwrap_or_default())
+    {
+        // -32021 is 2026-07-28's; a 2025-era client gets the refusal its
+        // era has, naming what to declare.
+        let reason = format!(
+            "This needs a capability the client did not declare ({required}). Use a client that declares it, or one that \
+             speaks MCP {}.",
+            SUPPORTED_VERSIONS[0]
+        );
+        *message = refusal(message.get("id").cloned().unwrap_or(Value::Null), method, reason);
+        return;
+    }
     let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) else {
         return;
     };
@@ -347,16 +362,21 @@ pub(super) fn shape(message: &mut Value, method: Option<&str>, client_capabiliti
                 SUPPORTED_VERSIONS[0]
             ),
         };
-        let id = message.get("id").cloned().unwrap_or(Value::Null);
-        *message = if method == Some("tools/call") {
-            json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": reason}], "isError": true}})
-        } else {
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code::INVALID_REQUEST, "message": reason}})
-        };
+        *message = refusal(message.get("id").cloned().unwrap_or(Value::Null), method, reason);
         return;
     }
     for field in MODERN_ONLY_FIELDS {
         result.remove(*field);
+    }
+}
+
+/// A refusal a 2025-era client can read: a tool result with `isError`
+/// for `tools/call` (the model reads it), a JSON-RPC error otherwise.
+fn refusal(id: Value, method: Option<&str>, reason: String) -> Value {
+    if method == Some("tools/call") {
+        json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": reason}], "isError": true}})
+    } else {
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code::INVALID_REQUEST, "message": reason}})
     }
 }
 
@@ -536,6 +556,19 @@ mod tests {
         assert_eq!(prompt["error"]["code"], code::INVALID_REQUEST);
         assert!(prompt["error"]["message"].as_str().unwrap().contains("cannot send"), "{prompt}");
         assert_eq!(prompt["id"], 2);
+    }
+
+    #[test]
+    fn a_missing_capability_error_becomes_the_eras_refusal() {
+        let error = json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32021, "message": "Missing required client capability",
+            "data": {"requiredCapabilities": {"elicitation": {"form": {}}}}}});
+        let mut tool = error.clone();
+        shape(&mut tool, Some("tools/call"), &Map::new());
+        assert_eq!(tool["result"]["isError"], true);
+        assert!(tool["result"]["content"][0]["text"].as_str().unwrap().contains(r#"{"elicitation":{"form":{}}}"#), "{tool}");
+        let mut prompt = error;
+        shape(&mut prompt, Some("prompts/get"), &Map::new());
+        assert_eq!((prompt["id"].as_i64(), prompt["error"]["code"].as_i64()), (Some(3), Some(-32600)));
     }
 
     #[test]
