@@ -44,7 +44,11 @@ conformance() {
   fi
   local last
   last="$(tail -n 1 "$STATE_DIR/conformance-$name.txt")"
-  say "conformance ($name) clean: ${last#conformance: }"
+  if [ -n "${CONFORMANCE_EXPECTED_FAILURES:-}" ]; then
+    say "conformance ($name) as expected, failing only $CONFORMANCE_EXPECTED_FAILURES: ${last#conformance: }"
+  else
+    say "conformance ($name) clean: ${last#conformance: }"
+  fi
   conformance_passed=$((conformance_passed + $(echo "$last" | grep -Eo '[0-9]+ passed' | cut -d' ' -f1)))
 }
 port="${CONFORMANCE_PORT:-3939}"
@@ -56,6 +60,17 @@ server_pid=$!
 conformance core core "$port"
 conformance tasks-in-process tasks "$port"
 conformance legacy legacy "$port"
+kill "$server_pid" 2>/dev/null || true
+wait "$server_pid" 2>/dev/null || true
+server_pid=""
+
+# Where answers are whole (Transport=buffered), a server cannot ask a
+# 2025-era client anything mid-call: exactly the four scenarios that need
+# it fail, each call refused by name rather than left hanging.
+MCP_LOCAL_ADDR="127.0.0.1:$port" MCP_TRANSPORT=buffered "$TARGET/debug/everything" >"$STATE_DIR/everything-buffered.log" 2>&1 &
+server_pid=$!
+CONFORMANCE_EXPECTED_FAILURES="tools-call-sampling tools-call-elicitation elicitation-sep1034-defaults elicitation-sep1330-enums" \
+  conformance legacy-buffered legacy "$port"
 kill "$server_pid" 2>/dev/null || true
 wait "$server_pid" 2>/dev/null || true
 server_pid=""
