@@ -18,7 +18,10 @@
 # - requestState seal + open per round, KMS vs in-process key, and the KMS
 #   calls 10,000 rounds cost (emulator);
 # - tasks: tools/call to CreateTaskResult and creation to worker start,
-#   in-process and on the emulator with a separate worker.
+#   in-process and on the emulator with a separate worker;
+# - a 2025-era client's call beside the modern one (instructions), and the
+#   back channel across two processes (answer to resumed call, mailbox
+#   reads per waiting second).
 # BENCH_PEERS (default "rmcp rmcp2") chooses the shared bench's peers; add
 # py-1w ts for the other SDKs (a full run takes about 13 minutes).
 source "$(dirname "$0")/common.sh"
@@ -70,6 +73,8 @@ peers=()
 if command -v valgrind >/dev/null; then
   say "instructions and allocations per request (callgrind, DHAT), side by side"
   "$VENV/bin/python" "$ROOT/infra/instructions_bench.py" "$FUNCTION=$binary" "${peers[@]}"
+  say "the same call from a 2025-era client, in its session, beside the modern call"
+  "$VENV/bin/python" "$ROOT/infra/instructions_bench.py" --eras "$FUNCTION=$binary"
 else
   say "skipped instructions per request: no valgrind"
 fi
@@ -130,3 +135,10 @@ kill "$server"
   "$VENV/bin/python" "$ROOT/infra/task_latency_bench.py" "http://127.0.0.1:$bench_port/mcp" "$STATE_DIR/bench-tasks-worker.log" || true
   kill "$server" "$worker"
 )
+
+# The back channel for 2025-era clients across two processes on the
+# emulator (debug build of the conformance fixtures): a client's answer,
+# taken by one instance, to the call resuming on the other; and the
+# mailbox reads a waiting call makes per second.
+say "2025-era back channel: answer on one instance, call resumed on another (emulator)"
+"$VENV/bin/python" "$ROOT/infra/back_channel_bench.py" "$TARGET/debug/everything" 50 10 || true

@@ -108,7 +108,8 @@ async fn the_version_header_decides_a_request_without_the_envelope() {
     assert_eq!(none.status, 200, "served as 2025-03-26");
     assert!(none.message()["result"]["tools"].is_array());
     let unsupported = send(addr, "POST", &with(Some("2024-11-05")), list.to_string().into_bytes()).await;
-    assert_eq!(unsupported.status, 400);
+    assert_eq!((unsupported.status, unsupported.json()["error"]["code"].as_i64()), (400, Some(-32022)));
+    assert_eq!(unsupported.json()["error"]["data"]["supported"], json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]));
     let modern = send(addr, "POST", &with(Some("2026-07-28")), list.to_string().into_bytes()).await;
     assert_eq!((modern.status, modern.json()["error"]["code"].as_i64()), (400, Some(-32602)), "the envelope is missing");
     // A modern request is untouched: its own headers are still required.

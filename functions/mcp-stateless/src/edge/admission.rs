@@ -183,7 +183,7 @@ fn check_version_header(headers: &HeaderMap, ctx: &CallContext) -> Result<(), Ed
             Err(EdgeError::HeaderMismatch("MCP-Protocol-Version header does not match _meta protocolVersion"))
         }
         Some(_) if !SUPPORTED_VERSIONS.contains(&ctx.protocol_version.as_str()) => {
-            Err(EdgeError::UnsupportedVersion { requested: ctx.protocol_version.clone() })
+            Err(EdgeError::UnsupportedVersion { requested: ctx.protocol_version.clone(), legacy: false })
         }
         Some(_) => Ok(()),
     }

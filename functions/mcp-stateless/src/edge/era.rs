@@ -45,7 +45,7 @@ pub(super) fn of(method: &str, message: &Map<String, Value>, headers: &HeaderMap
         Some(h) => match LEGACY_VERSIONS.iter().find(|known| **known == h) {
             Some(known) => Ok(Claimed::Legacy(known)),
             None if SUPPORTED_VERSIONS.contains(&h) => Ok(Claimed::Modern),
-            None => Err(EdgeError::UnsupportedVersion { requested: h.to_owned() }),
+            None => Err(EdgeError::UnsupportedVersion { requested: h.to_owned(), legacy: true }),
         },
     }
 }

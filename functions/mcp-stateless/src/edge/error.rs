@@ -54,8 +54,11 @@ pub(crate) enum EdgeError {
     HeaderMismatch(&'static str),
     #[error("Invalid params: {0}")]
     Params(String),
+    /// A version this server does not speak; `legacy` when only the
+    /// header named it (no envelope), so the 2025-era versions it serves
+    /// are listed too.
     #[error("Unsupported protocol version")]
-    UnsupportedVersion { requested: String },
+    UnsupportedVersion { requested: String, legacy: bool },
     /// A legacy (2025-era) client's handshake. basic/versioning, "Backward
     /// Compatibility with Initialization-Based Versions": a server that
     /// supports only modern versions SHOULD name the versions it supports
@@ -117,10 +120,13 @@ impl EdgeError {
 
     fn data(&self) -> Option<Value> {
         match self {
-            Self::UnsupportedVersion { requested } => Some(json!({
-                "supported": crate::protocol::SUPPORTED_VERSIONS,
-                "requested": requested,
-            })),
+            Self::UnsupportedVersion { requested, legacy } => {
+                let mut supported: Vec<&str> = crate::protocol::SUPPORTED_VERSIONS.to_vec();
+                if *legacy {
+                    supported.extend(crate::protocol::LEGACY_VERSIONS);
+                }
+                Some(json!({"supported": supported, "requested": requested}))
+            }
             Self::Initialize { requested } => Some(json!({
                 "supported": crate::protocol::SUPPORTED_VERSIONS,
                 "requested": requested,
