@@ -266,7 +266,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                             // requests, and only a session its answers.
                             let may_ask = stream && log.method.as_deref().is_some_and(|m| MAY_ASK.contains(&m));
                             match session.filter(|_| may_ask) {
-                                Some(session) => Reply::Converse(self.conversation(request, ctx, id, session, log)),
+                                Some(session) => self.converse(self.conversation(request, ctx, id, session, log), log).await,
                                 None => self.dispatch(request, Some(ctx), id, log, stream).await,
                             }
                         }
@@ -316,7 +316,33 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             finish,
             counts: Arc::default(),
             keep_alive: KEEP_ALIVE,
+            first: None,
         })
+    }
+
+    /// A legacy call's first round: answered whole when it asks nothing
+    /// and starts no task (most calls), else held as a conversation.
+    async fn converse(&self, mut conversation: Box<Conversation>, log: &mut RequestLog) -> Reply {
+        let cut = conversation.template.facts.deadline.and_then(|at| at.checked_sub(STREAM_MARGIN));
+        let first = conversation.first_round();
+        let first = match cut {
+            Some(cut) => match tokio::time::timeout_at(cut.into(), first).await {
+                Ok(first) => first,
+                Err(_) => {
+                    tracing::warn!("call stopped at the invocation's deadline");
+                    let message = stream::out_of_time(conversation.request_id.clone());
+                    log.record_outcome(&message);
+                    let mut response = http::Response::new(Bytes::from(message.to_string()));
+                    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                    return Reply::Whole(response);
+                }
+            },
+            None => first.await,
+        };
+        match first {
+            Some((parts, body)) => self.whole(parts, body, conversation.finish, log),
+            None => Reply::Converse(conversation),
+        }
     }
 
     async fn dispatch(
@@ -350,10 +376,9 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             },
             None => handled.await,
         };
-        let (mut parts, body) = response.into_parts();
-        let legacy = ctx.as_ref().is_some_and(|ctx| ctx.era != Era::Modern);
+        let (parts, body) = response.into_parts();
         let method = log.method.clone();
-        let mut finish = FinalRewrite {
+        let finish = FinalRewrite {
             ctx,
             method,
             server_info: self.server_info.clone(),
@@ -372,6 +397,13 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             Ok(collected) => collected.to_bytes(),
             Err(never) => match never {},
         };
+        self.whole(parts, body, finish, log)
+    }
+
+    /// A whole answer, each message rewritten (or stamped, when it needs
+    /// nothing else).
+    fn whole(&self, mut parts: http::response::Parts, body: Bytes, mut finish: FinalRewrite, log: &mut RequestLog) -> Reply {
+        let legacy = finish.ctx.as_ref().is_some_and(|ctx| ctx.era != Era::Modern);
         parts.headers.remove(header::CONTENT_LENGTH);
         if is_json(&parts.headers)
             && !legacy

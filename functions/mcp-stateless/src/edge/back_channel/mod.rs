@@ -135,6 +135,9 @@ pub(super) struct Conversation {
     pub finish: FinalRewrite,
     pub counts: Arc<metrics::Counts>,
     pub keep_alive: Duration,
+    /// The first round's answer, when [`first_round`](Self::first_round)
+    /// found it needs more.
+    pub first: Option<http::Response<BoxBody<Bytes, Infallible>>>,
 }
 
 impl Conversation {
@@ -171,10 +174,35 @@ impl Conversation {
         }
     }
 
+    /// Calls the handler once: its answer, whole, when the call is done
+    /// with it (no question, no task, nothing streamed); otherwise none,
+    /// and the answer is kept for the conversation.
+    pub(super) async fn first_round(&mut self) -> Option<(http::response::Parts, Bytes)> {
+        let response = (self.handler)(self.template.request()).await;
+        if is_event_stream(response.headers()) {
+            self.first = Some(response);
+            return None;
+        }
+        let (parts, body) = response.into_parts();
+        let body = match body.collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(never) => match never {},
+        };
+        let message: Value = serde_json::from_slice(&body).unwrap_or_default();
+        if input_requests(&message).is_none() && task::created(&message).is_none() {
+            return Some((parts, body));
+        }
+        self.first = Some(http::Response::from_parts(parts, Full::new(body).boxed()));
+        None
+    }
+
     /// The final answer, or none when the client left.
     async fn converse(&mut self, tx: &mut mpsc::Sender<Bytes>) -> Option<Value> {
         for round in 0.. {
-            let response = (self.handler)(self.template.request()).await;
+            let response = match self.first.take() {
+                Some(response) => response,
+                None => (self.handler)(self.template.request()).await,
+            };
             let mut last = self.relay(response, tx).await?;
             if let Some(task_id) = task::created(&last) {
                 last = self.follow(&task_id, tx).await?;
@@ -210,8 +238,7 @@ impl Conversation {
         response: http::Response<BoxBody<Bytes, Infallible>>,
         tx: &mut mpsc::Sender<Bytes>,
     ) -> Option<Value> {
-        let event_stream =
-            response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"));
+        let event_stream = is_event_stream(response.headers());
         let mut body = response.into_body();
         if !event_stream {
             let bytes = match body.collect().await {
@@ -319,6 +346,10 @@ impl Conversation {
     fn internal(&self, message: &str) -> Value {
         json!({"jsonrpc": "2.0", "id": self.request_id, "error": {"code": code::INTERNAL_ERROR, "message": message}})
     }
+}
+
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"))
 }
 
 /// The requests an `input_required` result asks the client to answer.
