@@ -28,11 +28,11 @@ async fn instance(key: &str, table: &str, audience: &str) -> std::net::SocketAdd
     spawn(everything(deps, Transport::Streaming)).await
 }
 
-const MODERN_ONLY: [&str; 3] = ["resultType", "ttlMs", "cacheScope"];
+const MODERN_ONLY_RESULT_FIELDS: [&str; 3] = ["resultType", "ttlMs", "cacheScope"];
 
 fn assert_shaped_for_2025(message: &Value) {
     let result = message.get("result").unwrap_or_else(|| panic!("a result: {message}"));
-    for field in MODERN_ONLY {
+    for field in MODERN_ONLY_RESULT_FIELDS {
         assert!(result.get(field).is_none(), "{field} in {message}");
     }
 }
@@ -127,10 +127,11 @@ async fn sessions_that_do_not_open_are_404_and_delete_ends_one() {
 
     let foreign = LegacyClient { principal: "bob".into(), ..LegacyClient::initialize(addr, "alice", json!({})).await };
     assert_eq!(foreign.request(addr, "tools/list", json!({})).await.status, 404, "another caller's session");
-    let mut token = client.session.clone().unwrap();
-    let flipped = if token.ends_with('A') { 'B' } else { 'A' };
-    token.pop();
-    token.push(flipped);
+    // A character in the middle carries ciphertext, not padding bits.
+    let mut token = client.session.clone().unwrap().into_bytes();
+    let middle = token.len() / 2;
+    token[middle] = if token[middle] == b'A' { b'B' } else { b'A' };
+    let token = String::from_utf8(token).unwrap();
     let tampered = LegacyClient { session: Some(token), principal: "alice".into(), version: client.version.clone() };
     let reply = tampered.request(addr, "tools/list", json!({})).await;
     assert_eq!((reply.status, reply.json()["error"]["code"].as_i64()), (404, Some(-32001)));
@@ -224,8 +225,6 @@ async fn an_answer_that_reaches_another_instance_resumes_the_call() {
     assert!(id.as_str().unwrap().starts_with("ask_"), "{asked}");
     assert_eq!(asked["params"]["requestedSchema"]["properties"]["username"]["type"], "string");
 
-    let malformed = client.answer(other, &id, json!({"action": "perhaps"})).await;
-    assert_eq!(malformed.status, 400, "checked against the method's shape");
     let stranger = LegacyClient { principal: "bob".into(), session: client.session.clone(), version: client.version.clone() };
     assert_eq!(stranger.answer(other, &id, json!({"action": "accept"})).await.status, 404, "another caller");
     let answer = json!({"action": "accept", "content": {"username": "testuser", "email": "test@example.com"}});
@@ -237,6 +236,14 @@ async fn an_answer_that_reaches_another_instance_resumes_the_call() {
     let text = last["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{last}"));
     assert!(text.contains("testuser"), "{text}");
     assert!(last["result"].get("resultType").is_none());
+
+    // A malformed answer is refused to its sender and ends the call at once.
+    let mut call = client.stream(holder, "tools/call", json!({"name": "test_elicitation", "arguments": {}})).await;
+    let asked = call.until_method("elicitation/create").await;
+    assert_eq!(client.answer(other, &asked["id"], json!({"action": "perhaps"})).await.status, 400, "checked against the method's shape");
+    let (_, ended) = call.next().await.expect("the call's answer");
+    assert_eq!(ended["result"]["isError"], true, "{ended}");
+    assert!(ended["result"]["content"][0]["text"].as_str().unwrap().contains("refused"), "{ended}");
 
     // Ended on one instance, refused on the other.
     assert_eq!(client.delete(holder).await.status, 200);

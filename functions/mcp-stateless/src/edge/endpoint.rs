@@ -16,7 +16,7 @@
 use std::{convert::Infallible, sync::Arc, time::Instant};
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, StatusCode, header};
+use http::{HeaderValue, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use rmcp::{
     ServerHandler,
@@ -38,7 +38,7 @@ use crate::{
         request_log::RequestLog,
         rewrite::{FinalRewrite, Finished, Messages, SERVER_INFO_META, no_store},
         stamp,
-        stream::{self, EdgeBody, Rewrite},
+        stream::{self, EdgeBody, Rewrite, STREAM_MARGIN, is_event_stream},
     },
     handles::memory::InMemoryHandleStore,
     metrics,
@@ -292,6 +292,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let request_id = id.unwrap_or(Value::Null);
         let message = serde_json::from_slice(&body).unwrap_or_default();
         let facts = parts.extensions.get::<EntryFacts>().cloned().unwrap_or_default();
+        let cut = back_channel::cut(&facts);
         let mut template = Template { method: parts.method, uri: parts.uri, headers: parts.headers, ctx: ctx.clone(), facts, message };
         // The stream follows a task to its outcome for the client, which
         // has no tasks/get: to the handler, the client takes part in the
@@ -316,6 +317,8 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             finish,
             counts: Arc::default(),
             keep_alive: KEEP_ALIVE,
+            cut,
+            waiting: None,
             first: None,
         })
     }
@@ -328,14 +331,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let first = match cut {
             Some(cut) => match tokio::time::timeout_at(cut.into(), first).await {
                 Ok(first) => first,
-                Err(_) => {
-                    tracing::warn!("call stopped at the invocation's deadline");
-                    let message = stream::out_of_time(conversation.request_id.clone());
-                    log.record_outcome(&message);
-                    let mut response = http::Response::new(Bytes::from(message.to_string()));
-                    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                    return Reply::Whole(response);
-                }
+                Err(_) => return Reply::Whole(out_of_time(conversation.request_id.clone(), log)),
             },
             None => first.await,
         };
@@ -365,14 +361,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let response = match deadline.and_then(|at| at.checked_sub(STREAM_MARGIN)) {
             Some(cut) => match tokio::time::timeout_at(cut.into(), handled).await {
                 Ok(response) => response,
-                Err(_) => {
-                    tracing::warn!("call stopped at the invocation's deadline");
-                    let message = stream::out_of_time(request_id.clone());
-                    log.record_outcome(&message);
-                    let mut response = http::Response::new(Bytes::from(message.to_string()));
-                    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                    return Reply::Whole(response);
-                }
+                Err(_) => return Reply::Whole(out_of_time(request_id.clone(), log)),
             },
             None => handled.await,
         };
@@ -437,20 +426,20 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     }
 }
 
+/// The answer of a call stopped at the invocation's deadline.
+fn out_of_time(id: Value, log: &mut RequestLog) -> http::Response<Bytes> {
+    tracing::warn!("call stopped at the invocation's deadline");
+    log.record_outcome(&stream::out_of_time(id.clone()));
+    stream::out_of_time_response(id)
+}
+
 fn refused(log: &mut RequestLog, error: EdgeError, id: Option<Value>) -> http::Response<Bytes> {
     log.error_code = Some(error.code());
     error.into_response(id)
 }
 
-fn is_event_stream(headers: &HeaderMap) -> bool {
-    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"))
-}
-
 /// How often an idle stream sends a keep-alive comment.
 const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
-/// A streamed call is cut this long before the invocation's deadline, so
-/// its final error still reaches the client.
-const STREAM_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What the edge answers: whole, or rmcp's event stream still being written.
 // One per request, built and taken apart once: boxing the stream's parts

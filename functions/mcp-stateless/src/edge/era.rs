@@ -26,13 +26,13 @@ pub(super) enum Claimed {
 
 /// Methods only 2026-07-28 has: whatever they carry, their own checks
 /// answer them.
-const MODERN_ONLY: &[&str] = &["server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"];
+const MODERN_ONLY_METHODS: &[&str] = &["server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"];
 
 /// The era of a request with `method` and `message`'s params, or the
 /// refusal of a version header this server does not speak at all.
 pub(super) fn of(method: &str, message: &Map<String, Value>, headers: &HeaderMap) -> Result<Claimed, EdgeError> {
     let claims_version = message.get("params").and_then(|p| p.get("_meta")).and_then(|m| m.get(META_PROTOCOL_VERSION)).is_some();
-    if claims_version || MODERN_ONLY.contains(&method) {
+    if claims_version || MODERN_ONLY_METHODS.contains(&method) {
         return Ok(Claimed::Modern);
     }
     if method == "initialize" {

@@ -40,7 +40,7 @@ const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// The levels `logging/setLevel` accepts (RFC 5424, as the schema lists them).
 const LOG_LEVELS: &[&str] = &["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 /// Result fields 2026-07-28 added, which no 2025-era schema has.
-const MODERN_ONLY_FIELDS: &[&str] = &["resultType", "ttlMs", "cacheScope"];
+const MODERN_ONLY_RESULT_FIELDS: &[&str] = &["resultType", "ttlMs", "cacheScope"];
 /// The requests the handler serves for both eras.
 const SERVED_BY_THE_HANDLER: &[&str] = &[
     "tools/list",
@@ -365,14 +365,14 @@ pub(super) fn shape(message: &mut Value, method: Option<&str>, client_capabiliti
         *message = refusal(message.get("id").cloned().unwrap_or(Value::Null), method, reason);
         return;
     }
-    for field in MODERN_ONLY_FIELDS {
+    for field in MODERN_ONLY_RESULT_FIELDS {
         result.remove(*field);
     }
 }
 
 /// A refusal a 2025-era client can read: a tool result with `isError`
 /// for `tools/call` (the model reads it), a JSON-RPC error otherwise.
-fn refusal(id: Value, method: Option<&str>, reason: String) -> Value {
+pub(super) fn refusal(id: Value, method: Option<&str>, reason: String) -> Value {
     if method == Some("tools/call") {
         json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": reason}], "isError": true}})
     } else {
@@ -494,7 +494,7 @@ fn modern_request(
     headers: Vec<(HeaderName, HeaderValue)>,
 ) -> http::Request<Bytes> {
     let (mut parts, _) = request.into_parts();
-    parts.headers.insert("mcp-protocol-version", HeaderValue::from_static("2026-07-28"));
+    parts.headers.insert("mcp-protocol-version", HeaderValue::from_static(SUPPORTED_VERSIONS[0]));
     for (name, value) in headers {
         parts.headers.insert(name, value);
     }
@@ -522,7 +522,8 @@ fn session_error(error: SessionError, id: Option<Value>) -> http::Response<Bytes
         SessionError::NotFound => {
             (StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found: it ended or expired; initialize again".to_owned())
         }
-        SessionError::Refused(reason) => (StatusCode::BAD_REQUEST, code::INVALID_PARAMS, format!("Invalid params: {reason}")),
+        // A JSON-RPC error, as 2025-era answers have them: HTTP 200.
+        SessionError::Refused(reason) => (StatusCode::OK, code::INVALID_PARAMS, format!("Invalid params: {reason}")),
         SessionError::Unavailable(_) => {
             tracing::error!(%error, "legacy session");
             (StatusCode::INTERNAL_SERVER_ERROR, code::INTERNAL_ERROR, "session service unavailable".to_owned())

@@ -40,6 +40,22 @@ pub trait Rewrite: Send + 'static {
     fn ended(&mut self);
 }
 
+/// A streamed call is cut this long before the invocation's deadline, so
+/// its final error still reaches the client.
+pub const STREAM_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether a body is an event stream.
+pub fn is_event_stream(headers: &http::HeaderMap) -> bool {
+    headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+/// [`out_of_time`] as a whole JSON answer.
+pub fn out_of_time_response(id: Value) -> http::Response<Bytes> {
+    let mut response = http::Response::new(Bytes::from(out_of_time(id).to_string()));
+    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response
+}
+
 /// The message sent in place of a final response that did not come before
 /// the deadline.
 pub fn out_of_time(id: Value) -> Value {
@@ -112,7 +128,10 @@ pub fn rewritten<R: Rewrite>(inner: BoxBody<Bytes, Infallible>, rewrite: R, dead
                         tracing::warn!("streamed call cut at the invocation's deadline");
                         let mut message = out_of_time(id);
                         state.rewrite.message(&mut message);
-                        return Some((Ok(Frame::data(Bytes::from(sse::encode(&message)))), state));
+                        // A stream of notifications only has no answer to give.
+                        if !message.is_null() {
+                            return Some((Ok(Frame::data(Bytes::from(sse::encode(&message)))), state));
+                        }
                     }
                 }
             }

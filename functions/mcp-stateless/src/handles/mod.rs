@@ -136,7 +136,8 @@ pub enum Lookup {
 
 /// The port. Every method is one store round trip unless documented.
 pub trait HandleStore: Send + Sync {
-    /// Writes a new item; never overwrites an existing one.
+    /// Writes a new item; never overwrites an existing one, and fails
+    /// when the key is taken (a lost race for a first write).
     fn create<'a>(&'a self, key: &'a ItemKey, record: &'a HandleRecord) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Reads the item; `Expired` items are deleted (a second round trip,
@@ -205,9 +206,16 @@ pub mod memory {
 
     impl HandleStore for InMemoryHandleStore {
         fn create<'a>(&'a self, key: &'a ItemKey, record: &'a HandleRecord) -> BoxFuture<'a, Result<(), StoreError>> {
-            ready(self.with_items(|items| {
-                items.entry(key.partition_key.clone()).or_insert_with(|| record.clone());
-            }))
+            ready(
+                self.with_items(|items| match items.entry(key.partition_key.clone()) {
+                    std::collections::hash_map::Entry::Occupied(_) => Err(StoreError::Unavailable("the item exists".into())),
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(record.clone());
+                        Ok(())
+                    }
+                })
+                .and_then(|created| created),
+            )
         }
 
         fn get<'a>(&'a self, key: &'a ItemKey, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {

@@ -23,6 +23,11 @@ use crate::{
 /// so an answer names the one request it answers and nothing else.
 pub const ASK_IDS: IdKind = IdKind { prefix: "ask" };
 
+/// The largest answer taken, serialized: what a person types into a form
+/// or a model samples fits many times over, and the item stays far under
+/// DynamoDB's 400 KB.
+pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
+
 /// The methods a tool may ask a 2025-era client mid-call.
 pub const ASKABLE: &[&str] = &["elicitation/create", "sampling/createMessage", "roots/list"];
 
@@ -91,7 +96,9 @@ impl LegacySessions {
 
     /// Takes the client's answer (a JSON-RPC response object) to the
     /// server's request `id`, once: a second answer to the same request is
-    /// [`AnswerRefusal::NotWaiting`].
+    /// [`AnswerRefusal::NotWaiting`]. A malformed answer to a waiting
+    /// request is refused, and the refusal is what the waiting call gets,
+    /// so it ends at once rather than at its deadline.
     pub async fn answer(
         &self,
         principal: &Principal,
@@ -111,19 +118,25 @@ impl LegacySessions {
             return Err(AnswerRefusal::NotWaiting);
         }
         let method = record.data.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let answer = match (response.get("result"), response.get("error")) {
-            (Some(result), None) => {
-                check_shape(&method, result).map_err(|reason| AnswerRefusal::Malformed { method: method.clone(), reason })?;
-                json!({"result": result})
+        let checked = match (response.get("result"), response.get("error")) {
+            _ if serde_json::to_vec(response).map_or(usize::MAX, |bytes| bytes.len()) > MAX_ANSWER_BYTES => {
+                Err("the answer is larger than this server takes")
             }
-            (None, Some(error)) if error.is_object() => json!({"error": error}),
-            _ => return Err(AnswerRefusal::Malformed { method, reason: "a response has exactly one of result and error" }),
+            (Some(result), None) => check_shape(&method, result).map(|()| json!({"result": result})),
+            (None, Some(error)) if error.is_object() => Ok(json!({"error": error})),
+            _ => Err("a response has exactly one of result and error"),
+        };
+        let answer = match &checked {
+            Ok(answer) => answer.clone(),
+            Err(reason) => json!({"error": {"code": -32602, "message": format!("the client's answer to {method} was refused: {reason}")}}),
         };
         let data = json!({"method": method, "answer": answer});
         // Compare-and-set on the pending version: of two answers racing,
         // one is written.
-        match self.store.replace(&key, record.version, &data, now, record.expires_at).await.map_err(SessionError::from)? {
-            Lookup::Found(_) => Ok(()),
+        let written = self.store.replace(&key, record.version, &data, now, record.expires_at).await.map_err(SessionError::from)?;
+        match (written, checked) {
+            (Lookup::Found(_), Ok(_)) => Ok(()),
+            (Lookup::Found(_), Err(reason)) => Err(AnswerRefusal::Malformed { method, reason }),
             _ => Err(AnswerRefusal::NotWaiting),
         }
     }
@@ -191,10 +204,6 @@ mod tests {
         assert_eq!(sessions.collect(&alice(), &session, &id).await.unwrap(), None);
 
         let response = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result}).as_object().cloned().unwrap();
-        assert!(matches!(
-            sessions.answer(&alice(), &session, &id, &response(json!({"action": "maybe"}))).await,
-            Err(AnswerRefusal::Malformed { .. })
-        ));
         let good = response(json!({"action": "accept", "content": {"name": "Ada"}}));
         assert_eq!(sessions.answer(&alice(), &other, &id, &good).await, Err(AnswerRefusal::NotWaiting), "another session's");
         assert_eq!(sessions.answer(&Principal::Anonymous, &session, &id, &good).await, Err(AnswerRefusal::NotWaiting), "another caller's");
@@ -205,6 +214,26 @@ mod tests {
             sessions.collect(&alice(), &session, &id).await.unwrap(),
             Some(Answer::Result(json!({"action": "accept", "content": {"name": "Ada"}})))
         );
+    }
+
+    #[tokio::test]
+    async fn a_refused_answer_is_what_the_waiting_call_collects() {
+        let (sessions, _) = sessions();
+        let token = sessions.mint(&alice(), "2025-11-25", &Map::new(), None).await.unwrap();
+        let (session, _) = sessions.open(&alice(), &token).await.unwrap();
+        let (malformed, oversized) = (ASK_IDS.mint(), ASK_IDS.mint());
+        let asked = [(malformed.clone(), "elicitation/create".to_owned()), (oversized.clone(), "elicitation/create".to_owned())];
+        sessions.await_answers(&alice(), &session, &asked, std::time::Duration::from_secs(60)).await.unwrap();
+        let response = |id: &str, result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result}).as_object().cloned().unwrap();
+
+        let refused = sessions.answer(&alice(), &session, &malformed, &response(&malformed, json!({"action": "maybe"}))).await;
+        assert!(matches!(refused, Err(AnswerRefusal::Malformed { .. })), "{refused:?}");
+        let Some(Answer::Error(error)) = sessions.collect(&alice(), &session, &malformed).await.unwrap() else { panic!("an error") };
+        assert!(error["message"].as_str().unwrap().contains("action must be"), "{error}");
+
+        let big = response(&oversized, json!({"action": "accept", "content": {"text": "x".repeat(MAX_ANSWER_BYTES)}}));
+        assert!(matches!(sessions.answer(&alice(), &session, &oversized, &big).await, Err(AnswerRefusal::Malformed { .. })));
+        assert!(matches!(sessions.collect(&alice(), &session, &oversized).await.unwrap(), Some(Answer::Error(_))));
     }
 
     #[test]

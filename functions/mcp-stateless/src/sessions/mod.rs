@@ -27,6 +27,7 @@ use crate::{
     clock::Clock,
     handles::{HandleRecord, HandleStore, Lookup},
     protocol::context::{CallContext, Principal},
+    quota::{CreationQuota, InMemoryQuota, QuotaKey},
     sealed::request_state::{OpenError, RequestStateSealer, StateBinding},
     storage::{Backoff, IdKind, ItemKey, StoreError},
 };
@@ -42,8 +43,16 @@ const SESSION_ITEMS: IdKind = IdKind { prefix: "ses" };
 /// What a session binds its id to, besides the caller and the deployment.
 const BINDING_METHOD: &str = "initialize";
 const BINDING_TARGET: &str = "mcp-session";
-/// The most resources one session may subscribe to: the item stays small.
-pub const MAX_SUBSCRIPTIONS: usize = 64;
+/// The most resources one session may subscribe to: as many as its
+/// notification stream watches (a listen stream's bound).
+pub const MAX_SUBSCRIPTIONS: usize = crate::subscriptions::MAX_LISTEN_RESOURCES;
+/// The longest URI a subscription may name: the item stays small.
+pub const MAX_URI_BYTES: usize = 2048;
+/// Calls of one caller that may wait for its answers at once, across
+/// instances: each holds an invocation while it waits.
+pub const MAX_WAITING_CALLS: u32 = 10;
+/// The window the waiting calls are counted in: the longest invocation.
+const WAITING_WINDOW: Duration = Duration::from_secs(15 * 60);
 /// Writes to one session's item that lost to another writer are retried
 /// this often.
 const MAX_WRITE_ATTEMPTS: u32 = 4;
@@ -104,6 +113,7 @@ pub struct LegacySessions {
     clock: Arc<dyn Clock>,
     audience: String,
     ttl: Duration,
+    quota: Arc<dyn CreationQuota>,
 }
 
 impl LegacySessions {
@@ -115,7 +125,29 @@ impl LegacySessions {
         clock: Arc<dyn Clock>,
         audience: impl Into<String>,
     ) -> Self {
-        Self { sealer, store, clock, audience: audience.into(), ttl: DEFAULT_SESSION_TTL }
+        Self { sealer, store, clock, audience: audience.into(), ttl: DEFAULT_SESSION_TTL, quota: Arc::new(InMemoryQuota::default()) }
+    }
+
+    /// Counts the calls waiting for answers in `quota` (the table, in
+    /// Lambda) rather than in this process.
+    pub fn with_quota(mut self, quota: Arc<dyn CreationQuota>) -> Self {
+        self.quota = quota;
+        self
+    }
+
+    /// Takes one of `principal`'s [`MAX_WAITING_CALLS`] slots for a call
+    /// about to wait for answers; none when all are taken. One store call.
+    pub async fn start_waiting(&self, principal: &Principal) -> Result<Option<QuotaKey>, SessionError> {
+        let key = QuotaKey::new(&principal.binding_id(), "ask", WAITING_WINDOW, self.clock.now());
+        Ok(self.quota.take(&key, MAX_WAITING_CALLS).await?.then_some(key))
+    }
+
+    /// Gives a waiting slot back. Best effort: one not given back lapses
+    /// with its window.
+    pub async fn stop_waiting(&self, key: &QuotaKey) {
+        if let Err(error) = self.quota.give_back(key).await {
+            tracing::warn!(%error, "waiting-call count not given back; it lapses with its window");
+        }
     }
 
     /// A copy whose sessions last `ttl`.
@@ -201,6 +233,9 @@ impl LegacySessions {
 
     /// Adds (`subscribed`) or removes the session's subscription to `uri`.
     pub async fn subscribe(&self, principal: &Principal, session: &Session, uri: &str, subscribed: bool) -> Result<(), SessionError> {
+        if uri.len() > MAX_URI_BYTES {
+            return Err(SessionError::Refused(format!("a subscribed URI may be at most {MAX_URI_BYTES} bytes")));
+        }
         self.change(principal, session, |data| {
             let list = data.entry("subscriptions").or_insert_with(|| json!([]));
             let Some(list) = list.as_array_mut() else { return Ok(()) };
@@ -315,9 +350,11 @@ pub(crate) mod tests {
         assert_eq!(state, SessionState::default());
 
         assert_eq!(sessions.open(&Principal::Anonymous, &token).await.unwrap_err(), SessionError::NotFound, "foreign");
+        // A character in the middle carries six bits of ciphertext (the
+        // last may carry padding bits, which fail as malformed instead).
         let mut tampered = token.clone().into_bytes();
-        let last = tampered.len() - 1;
-        tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+        let middle = tampered.len() / 2;
+        tampered[middle] = if tampered[middle] == b'A' { b'B' } else { b'A' };
         assert_eq!(sessions.open(&alice(), &String::from_utf8(tampered).unwrap()).await.unwrap_err(), SessionError::NotFound);
         clock.advance(DEFAULT_SESSION_TTL.as_secs());
         assert_eq!(sessions.open(&alice(), &token).await.unwrap_err(), SessionError::NotFound, "expired");
@@ -344,6 +381,19 @@ pub(crate) mod tests {
     }
 
     #[tokio::test]
+    async fn a_caller_has_a_bounded_number_of_waiting_calls() {
+        let (sessions, _) = sessions();
+        let mut slots = Vec::new();
+        for _ in 0..MAX_WAITING_CALLS {
+            slots.push(sessions.start_waiting(&alice()).await.unwrap().expect("a slot"));
+        }
+        assert!(sessions.start_waiting(&alice()).await.unwrap().is_none(), "all taken");
+        assert!(sessions.start_waiting(&Principal::Anonymous).await.unwrap().is_some(), "another caller's own");
+        sessions.stop_waiting(&slots.pop().unwrap()).await;
+        assert!(sessions.start_waiting(&alice()).await.unwrap().is_some(), "one given back");
+    }
+
+    #[tokio::test]
     async fn subscriptions_are_bounded() {
         let (sessions, _) = sessions();
         let token = sessions.mint(&alice(), "2025-11-25", &Map::new(), None).await.unwrap();
@@ -352,6 +402,9 @@ pub(crate) mod tests {
             sessions.subscribe(&alice(), &session, &format!("test://{i}"), true).await.unwrap();
         }
         assert!(matches!(sessions.subscribe(&alice(), &session, "test://more", true).await, Err(SessionError::Refused(_))));
+        let long = format!("test://{}", "x".repeat(MAX_URI_BYTES));
+        sessions.subscribe(&alice(), &session, "test://0", false).await.unwrap();
+        assert!(matches!(sessions.subscribe(&alice(), &session, &long, true).await, Err(SessionError::Refused(_))), "too long");
         sessions.subscribe(&alice(), &session, "test://0", true).await.expect("an existing one may be named again");
     }
 }

@@ -24,7 +24,7 @@ use std::{
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt, channel::mpsc, future::BoxFuture};
-use http::{HeaderMap, Method, Uri, header};
+use http::{HeaderMap, Method, Uri};
 use http_body_util::{BodyExt, Either, Full, StreamBody, combinators::BoxBody};
 use hyper::body::Frame;
 use rmcp::model::TASKS_EXTENSION_ID;
@@ -35,15 +35,17 @@ mod task;
 use crate::{
     edge::{
         error::code,
+        legacy,
         rewrite::FinalRewrite,
         sse,
-        stream::{EdgeBody, Rewrite, out_of_time},
+        stream::{EdgeBody, Rewrite, STREAM_MARGIN, is_event_stream, out_of_time},
     },
     metrics,
     protocol::{
         capability_guard::missing_capabilities,
         context::{CallContext, EntryFacts, META_CLIENT_CAPABILITIES},
     },
+    quota::QuotaKey,
     sessions::{
         LegacySessions, Session,
         mailbox::{ASK_IDS, ASKABLE, Answer},
@@ -52,17 +54,20 @@ use crate::{
 
 /// Rounds of questions one call may ask before it is stopped.
 pub const MAX_ROUNDS: usize = 8;
-/// How long a call waits for its answers where no deadline bounds it
-/// (the local server).
+/// How long a call may run where no deadline bounds it (the local
+/// server).
 const LOCAL_WAIT: Duration = Duration::from_secs(600);
+/// How long one round waits for its answers. Lambda does not tell a
+/// function that its client left, so a question nobody answers would hold
+/// the invocation to its deadline; clients time their own requests out
+/// sooner (the TypeScript SDK after 60 s).
+const MAX_ANSWER_WAIT: Duration = Duration::from_secs(120);
 /// The first pause between reads of the mailbox, growing by half each
 /// read up to [`MAX_POLL`]: a client that answers at once resumes the
 /// tool within tens of milliseconds, one that waits for a person costs
 /// about one read a second.
 const FIRST_POLL: Duration = Duration::from_millis(25);
 const MAX_POLL: Duration = Duration::from_secs(1);
-/// A final answer must still reach the client before the invocation ends.
-const MARGIN: Duration = Duration::from_secs(1);
 
 /// The handler, called once per round.
 pub(super) type Handler =
@@ -135,6 +140,10 @@ pub(super) struct Conversation {
     pub finish: FinalRewrite,
     pub counts: Arc<metrics::Counts>,
     pub keep_alive: Duration,
+    /// When the call must have answered ([`cut`]).
+    pub cut: Instant,
+    /// The caller's waiting slot, held from the first question to the end.
+    pub waiting: Option<QuotaKey>,
     /// The first round's answer, when [`first_round`](Self::first_round)
     /// found it needs more.
     pub first: Option<http::Response<BoxBody<Bytes, Infallible>>>,
@@ -151,8 +160,7 @@ impl Conversation {
     }
 
     async fn run(mut self, mut tx: mpsc::Sender<Bytes>) {
-        let cut = self.cut();
-        let last = match tokio::time::timeout_at(cut.into(), self.converse(&mut tx)).await {
+        let last = match tokio::time::timeout_at(self.cut.into(), self.converse(&mut tx)).await {
             Ok(last) => last,
             Err(_) => {
                 tracing::warn!("legacy call stopped at the invocation's deadline");
@@ -161,17 +169,14 @@ impl Conversation {
         };
         if let Some(mut last) = last {
             self.finish.message(&mut last);
-            let _ = tx.send(Bytes::from(sse::encode(&last))).await;
+            // Bounded: a client that stopped reading must not keep the log
+            // line (and the slot) from being written.
+            let _ = tokio::time::timeout(STREAM_MARGIN, tx.send(Bytes::from(sse::encode(&last)))).await;
+        }
+        if let Some(slot) = self.waiting.take() {
+            self.sessions.stop_waiting(&slot).await;
         }
         self.finish.ended();
-    }
-
-    /// When the call must have answered.
-    pub(super) fn cut(&self) -> Instant {
-        match self.template.facts.deadline {
-            Some(deadline) => deadline.checked_sub(MARGIN).unwrap_or(deadline),
-            None => Instant::now() + LOCAL_WAIT,
-        }
     }
 
     /// Calls the handler once: its answer, whole, when the call is done
@@ -267,6 +272,11 @@ impl Conversation {
                     }
                 }
                 Some(Err(never)) => match never {},
+                None if !buffer.is_empty() => {
+                    // A last event without its blank line still counts.
+                    buffer.extend_from_slice(b"\n\n");
+                    continue;
+                }
                 None => return Some(self.error("the handler ended its stream without an answer".into())),
             }
         }
@@ -290,7 +300,18 @@ impl Conversation {
             return Err(self.error(format!("the tool asked for {method}, which a 2025-era client cannot be asked")));
         }
         let principal = self.template.ctx.principal.clone();
-        let wait = self.cut().saturating_duration_since(Instant::now());
+        if self.waiting.is_none() {
+            match self.sessions.start_waiting(&principal).await {
+                Ok(Some(slot)) => self.waiting = Some(slot),
+                Ok(None) => return Err(self.error(TOO_MANY_WAITING.into())),
+                Err(error) => {
+                    tracing::error!(%error, "counting the caller's waiting calls");
+                    return Err(self.internal("the server could not wait for the client's answers"));
+                }
+            }
+        }
+        let wait = self.cut.saturating_duration_since(Instant::now()).min(MAX_ANSWER_WAIT);
+        let until = Instant::now() + wait;
         let ids: Vec<(String, String)> = asked.iter().map(|(_, id, method, _)| (id.clone(), method.clone())).collect();
         if let Err(error) = self.sessions.await_answers(&principal, &self.session, &ids, wait).await {
             tracing::error!(%error, "opening the mailbox");
@@ -306,6 +327,10 @@ impl Conversation {
         let mut pause = FIRST_POLL;
         let mut quiet_since = Instant::now();
         while answers.len() < asked.len() {
+            if Instant::now() + pause > until {
+                let waited = wait.as_secs();
+                return Err(self.error(format!("the client did not answer within {waited} s; call the tool again to be asked again")));
+            }
             tokio::time::sleep(pause).await;
             pause = (pause.mul_f32(1.5)).min(MAX_POLL);
             for (key, id, method, _) in &asked {
@@ -339,8 +364,10 @@ impl Conversation {
         Ok(Some(answers))
     }
 
+    /// A refusal the client's era reads: an `isError` result for a tool
+    /// call (the model can act on it), a JSON-RPC error otherwise.
     pub(super) fn error(&self, message: String) -> Value {
-        json!({"jsonrpc": "2.0", "id": self.request_id, "error": {"code": code::INVALID_REQUEST, "message": message}})
+        legacy::refusal(self.request_id.clone(), self.finish.method.as_deref(), message)
     }
 
     fn internal(&self, message: &str) -> Value {
@@ -348,9 +375,17 @@ impl Conversation {
     }
 }
 
-fn is_event_stream(headers: &HeaderMap) -> bool {
-    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"))
+/// When a call on `facts` must have answered: before the invocation's
+/// deadline, or after [`LOCAL_WAIT`] where there is none.
+pub(super) fn cut(facts: &EntryFacts) -> Instant {
+    match facts.deadline {
+        Some(deadline) => deadline.checked_sub(STREAM_MARGIN).unwrap_or(deadline),
+        None => Instant::now() + LOCAL_WAIT,
+    }
 }
+
+/// What a caller is told when every one of its waiting slots is taken.
+const TOO_MANY_WAITING: &str = "You have too many calls waiting for your answers. Answer or cancel one of them, or wait for one to end.";
 
 /// The requests an `input_required` result asks the client to answer.
 fn input_requests(message: &Value) -> Option<&Map<String, Value>> {

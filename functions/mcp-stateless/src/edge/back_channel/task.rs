@@ -36,6 +36,7 @@ impl Conversation {
         let mut reported: Option<String> = None;
         let mut progress = 0u64;
         let mut rounds = 0;
+        let mut quiet_since = Instant::now();
         loop {
             let polled = self.task_call("tasks/get", task_id, json!({"taskId": task_id}), tx).await?;
             let Some(task) = polled.get("result") else { return Some(polled) };
@@ -80,14 +81,20 @@ impl Conversation {
                             "params": {"progressToken": token, "progress": progress, "message": message}});
                         self.finish.message(&mut notification);
                         tx.send(Bytes::from(sse::encode(&notification))).await.ok()?;
+                        quiet_since = Instant::now();
                     }
                 }
             }
-            if Instant::now() + pause + Duration::from_secs(1) >= self.cut() {
+            if Instant::now() + pause + Duration::from_secs(1) >= self.cut {
                 return Some(self.error(format!(
                     "task {task_id} is still running at the end of this stream's time; it goes on, and its outcome is kept \
                      until it expires, but a 2025-era client cannot fetch it: use a client that speaks MCP 2026-07-28"
                 )));
+            }
+            if quiet_since.elapsed() >= self.keep_alive {
+                // Proxies drop idle streams; a comment is no message.
+                tx.send(Bytes::from_static(b":\n\n")).await.ok()?;
+                quiet_since = Instant::now();
             }
             tokio::time::sleep(pause).await;
         }
