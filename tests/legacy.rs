@@ -22,10 +22,14 @@ async fn local(transport: Transport) -> std::net::SocketAddr {
     spawn(everything(Dependencies::in_process(), transport)).await
 }
 
-/// An instance on the emulator's key and table, sharing nothing else.
-async fn instance(key: &str, table: &str, audience: &str) -> std::net::SocketAddr {
-    let deps = mcp_aws::dependencies(&settings(key, table, audience), Some(&sdk().await), Arc::new(SystemClock));
-    spawn(everything(deps, Transport::Streaming)).await
+/// Two instances on a fresh key and table of the emulator, sharing
+/// nothing else: the one that will hold the calls, and another.
+async fn two_instances() -> (std::net::SocketAddr, std::net::SocketAddr) {
+    let sdk = sdk().await;
+    let settings = settings(&fresh_key(&sdk).await, &fresh_table(&sdk).await, &unique("legacy"));
+    let instance =
+        || async { spawn(everything(mcp_aws::dependencies(&settings, Some(&sdk), Arc::new(SystemClock)), Transport::Streaming)).await };
+    (instance().await, instance().await)
 }
 
 const MODERN_ONLY_RESULT_FIELDS: [&str; 3] = ["resultType", "ttlMs", "cacheScope"];
@@ -181,10 +185,7 @@ async fn a_tool_that_asks_is_refused_cleanly_where_it_cannot_ask() {
 /// no listen acknowledgement, no final result.
 #[tokio::test]
 async fn a_sessions_notification_stream_reports_changes_made_anywhere() {
-    let sdk = sdk().await;
-    let (key, table, audience) = (fresh_key(&sdk).await, fresh_table(&sdk).await, unique("legacy"));
-    let holder = instance(&key, &table, &audience).await;
-    let other = instance(&key, &table, &audience).await;
+    let (holder, other) = two_instances().await;
     let client = LegacyClient::initialize(other, "alice", json!({})).await;
     let mut stream = client.notifications(holder).await;
     assert_eq!((stream.status, stream.content_type.as_str()), (200, "text/event-stream"));
@@ -212,10 +213,7 @@ async fn a_sessions_notification_stream_reports_changes_made_anywhere() {
 /// two share only the emulator's key and table.
 #[tokio::test]
 async fn an_answer_that_reaches_another_instance_resumes_the_call() {
-    let sdk = sdk().await;
-    let (key, table, audience) = (fresh_key(&sdk).await, fresh_table(&sdk).await, unique("legacy"));
-    let holder = instance(&key, &table, &audience).await;
-    let other = instance(&key, &table, &audience).await;
+    let (holder, other) = two_instances().await;
     // Minted on one instance, used on the other.
     let client = LegacyClient::initialize(other, "alice", json!({"elicitation": {}})).await;
     let mut call = client.stream(holder, "tools/call", json!({"name": "test_elicitation", "arguments": {}})).await;
