@@ -16,7 +16,7 @@ ratios are the point.
 
 usage: lambda_cold_start_bench.py --project BIN --reference BIN --env FILE
        [--default-reference BIN] [--starts 20] [--memory 256[,128,...]]
-       [--transports buffered,streaming] [--kinds discover,sealed,handle,task]
+       [--transports buffered,streaming] [--kinds discover,sealed,handle,task,listen]
 (FILE: the emulator's variables, .tmp/local.env, as infra/bootstrap.sh writes it.
 --default-reference: the reference as anyone builds it, with aws-lc's default
 settings, measured too and compared with on Init + first answer.)
@@ -42,12 +42,17 @@ PERIOD_US = 100_000
 CGROUP = pathlib.Path("/sys/fs/cgroup/cpu")
 TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 
-# kind: (method, tool, arguments, capabilities, what the project's answer holds)
+# kind: (method, tool, arguments (a listen's params), capabilities, what the
+# project's answer holds). A listen open counts to its acknowledgement: the
+# stream itself stays open (MCP_LISTEN_SECONDS=1 closes it for the next
+# invocation), and exists only where answers stream.
+LISTEN = {"notifications": {"toolsListChanged": True}}
 KINDS = {
     "discover": ("server/discover", None, None, {}, '"supportedVersions"'),
     "sealed": ("tools/call", "plan_reminder", {}, {"elicitation": {"form": {}}}, '"requestState"'),
     "handle": ("tools/call", "create_basket", {}, {}, "Created basket"),
     "task": ("tools/call", "build_report", {"topic": "tides", "sections": 1}, TASKS, '"task"'),
+    "listen": ("subscriptions/listen", None, LISTEN, {}, "notifications/subscriptions/acknowledged"),
 }
 
 
@@ -55,7 +60,7 @@ def event(transport, kind, subject):
     """The API Gateway event for one request of `kind` by caller `subject`
     (one per cold start: per-caller caps would refuse a long run's baskets)."""
     method, tool, arguments, capabilities, _ = KINDS[kind]
-    params = {} if tool is None else {"name": tool, "arguments": arguments}
+    params = (arguments or {}) if tool is None else {"name": tool, "arguments": arguments}
     body = json.dumps(mcp_client.request(method, params, capabilities=capabilities))
     headers = dict(mcp_client.request_headers(method, tool))
     if transport == "buffered":
@@ -119,6 +124,8 @@ def cold_start(binary, environment, group, transport, kind, repeats):
             pushed = time.perf_counter()
             api.push(request)
             _, finished, status, body = api.answer(timeout=120)
+            if kind == "listen":
+                finished = api.first_event
             wall, cpu = finished - pushed, (cpu_ns(process.pid) - before_cpu) / 1e9
             if status != 200 or expected.encode() not in body:
                 raise RuntimeError(f"{pathlib.Path(binary).name} answered {kind} with {status}: {body[:400]!r}")
@@ -177,22 +184,23 @@ def main():
     for memory in [int(m) for m in args.memory.split(",")]:
         group = cgroup_for(memory)
         for transport in args.transports.split(","):
-            env = dict(base, AWS_LAMBDA_FUNCTION_MEMORY_SIZE=str(memory), MCP_TRANSPORT=transport)
+            env = dict(base, AWS_LAMBDA_FUNCTION_MEMORY_SIZE=str(memory), MCP_TRANSPORT=transport, MCP_LISTEN_SECONDS="1")
             if transport == "streaming":
                 env["MCP_BASE_PATH"] = "/api"
             functions = [("project", args.project), ("reference", args.reference)]
             if args.default_reference:
                 functions.append(("default", args.default_reference))
-            runs = {(f, k): [] for f, _ in functions for k in kinds}
+            served = [k for k in kinds if k != "listen" or transport == "streaming"]
+            runs = {(f, k): [] for f, _ in functions for k in served}
             for _ in range(args.starts):
-                for kind in kinds:
+                for kind in served:
                     for function, binary in functions:
                         runs[(function, kind)].append(cold_start(binary, env, group, transport, kind, 10))
             share = min(1.0, memory / ONE_VCPU_MB)
             print(f"\n{memory} MB ({share * 100:.1f} % of a vCPU), {transport}:")
             print("| kind | figure | project wall | reference wall | ratio | project CPU | reference CPU | ratio |")
             print("|---|---|---|---|---|---|---|---|")
-            for kind in kinds:
+            for kind in served:
                 for figure, parts in (("Init", ("init",)), ("Init + first", ("init", "first")), ("tenth", ("last",))):
                     row = [kind, figure]
                     for measure in ("wall", "cpu"):

@@ -5,7 +5,9 @@ streamed, on `POST .../response`, timing each (perf_counter seconds).
 
 A streamed answer (`Lambda-Runtime-Function-Response-Mode: streaming`) is
 the JSON prelude, eight NUL bytes and the body, chunked; `answers` holds the
-body after the prelude either way.
+body after the prelude either way. `first_event` is when the last answer's
+first server-sent event had fully arrived (its end for a whole answer): what
+a client of a stream that stays open waits for.
 """
 
 import http.server
@@ -25,6 +27,7 @@ class RuntimeApi:
         self.events = queue.Queue()
         self.answers = queue.Queue()
         self.polls = []
+        self.first_event = None
         self.deadline_ms = deadline_ms
         self.server = _Server(("127.0.0.1", port), _handler(self))
         self.address = f"127.0.0.1:{self.server.server_port}"
@@ -115,13 +118,18 @@ def _handler(api):
                     return body
                 body += self.read(size)
                 self.rfile.readline()
+                if api.first_event is None and b"\n\n" in body.partition(b"\0" * 8)[2]:
+                    api.first_event = time.perf_counter()
 
         def do_POST(self):
             # An answer counts from its first bytes: the runtime client
             # writes headers and body apart.
             started = time.perf_counter()
+            api.first_event = None
             body = self.body()
             finished = time.perf_counter()
+            if api.first_event is None:
+                api.first_event = finished
             status = 200
             if self.headers.get("Lambda-Runtime-Function-Response-Mode", "").lower() == "streaming":
                 prelude, _, body = body.partition(b"\0" * 8)

@@ -101,6 +101,19 @@ impl Clients {
                 self.put("handle").await?;
                 json!({"content": [{"type": "text", "text": "Created basket."}]})
             }
+            // A listen open: the per-caller stream count and a read of the
+            // change feed, then the acknowledgement (the stream's first event).
+            ("subscriptions/listen", _) => {
+                self.count().await?;
+                self.dynamodb
+                    .get_item()
+                    .table_name(&self.table)
+                    .key("pk", AttributeValue::S("reference#feed".into()))
+                    .consistent_read(true)
+                    .send()
+                    .await?;
+                return Ok(json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {}}));
+            }
             ("tools/call", "build_report") => {
                 self.count().await?;
                 self.put("input").await?;

@@ -65,8 +65,11 @@ pub struct McpEndpoint<S: ServerHandler> {
     resource_metadata: ResourceMetadata,
     /// Tokens verified here (`AuthMode=jwt` behind a REST API).
     bearer: Option<Arc<BearerVerifier>>,
-    /// 2025-era clients' sessions.
-    sessions: LegacySessions,
+    /// 2025-era clients' sessions: the deployment's (`with_sessions`), or
+    /// sealed under a key of this process, made at the first 2025-era
+    /// request (making an AES key initialises aws-lc, which Init should
+    /// not pay for).
+    sessions: std::sync::OnceLock<LegacySessions>,
     /// What their `initialize` answers.
     legacy_info: LegacyInfo,
     /// The handler's tools' input schemas, for the headers a legacy
@@ -108,14 +111,6 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             Box::pin(async move { service.handle(request).await })
         });
         let server_info_text = Arc::from(server_info.to_string());
-        // Until `with_sessions` gives the deployment's: sealed under a key
-        // of this process, as `Dependencies::in_process` does.
-        let sessions = LegacySessions::new(
-            Arc::new(EnvelopeSealer::new(InProcessKey::generate())),
-            Arc::new(InMemoryHandleStore::default()),
-            Arc::new(SystemClock),
-            "local",
-        );
         Self {
             rmcp,
             policy: Arc::new(policy),
@@ -123,7 +118,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             server_info_text,
             resource_metadata: ResourceMetadata::default(),
             bearer: None,
-            sessions,
+            sessions: std::sync::OnceLock::new(),
             legacy_info,
             tool_schemas,
             rounds,
@@ -132,9 +127,23 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
 
     /// Keeps 2025-era clients' sessions in `sessions` (the deployment's
     /// keys and table: `Dependencies::sessions`).
-    pub fn with_sessions(mut self, sessions: LegacySessions) -> Self {
-        self.sessions = sessions;
+    pub fn with_sessions(self, sessions: LegacySessions) -> Self {
+        let _ = self.sessions.set(sessions);
         self
+    }
+
+    /// Until `with_sessions` gives the deployment's: sealed under a key of
+    /// this process, as `Dependencies::in_process` does (a session then
+    /// opens only where it was minted).
+    fn sessions(&self) -> &LegacySessions {
+        self.sessions.get_or_init(|| {
+            LegacySessions::new(
+                Arc::new(EnvelopeSealer::new(InProcessKey::generate())),
+                Arc::new(InMemoryHandleStore::default()),
+                Arc::new(SystemClock),
+                "local",
+            )
+        })
     }
 
     /// Publishes `metadata` (none by default: auth off).
@@ -228,13 +237,13 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             Ok(Admitted::Other(request, id)) => self.dispatch(request, None, id, log, stream).await,
             Ok(Admitted::Answered(response)) => Reply::Whole(response),
             Ok(Admitted::Answer(request, message, principal)) => {
-                Reply::Whole(legacy::take_answer(&self.sessions, &request, &message, &principal).await)
+                Reply::Whole(legacy::take_answer(self.sessions(), &request, &message, &principal).await)
             }
             Ok(Admitted::Notifications(request, principal)) => {
                 if !self.legacy_info.notifies {
                     return Reply::Whole(refused(log, EdgeError::MethodNotAllowed, None));
                 }
-                match legacy::notification_stream(&self.sessions, request, &principal).await {
+                match legacy::notification_stream(self.sessions(), request, &principal).await {
                     Err(response) => Reply::Whole(response),
                     Ok((listen, era)) => match admission.admit(listen, log, stream) {
                         Ok(Admitted::Request(mut request, mut ctx, id)) => {
@@ -249,9 +258,9 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                     },
                 }
             }
-            Ok(Admitted::EndSession(request, principal)) => Reply::Whole(legacy::end_session(&self.sessions, &request, &principal).await),
+            Ok(Admitted::EndSession(request, principal)) => Reply::Whole(legacy::end_session(self.sessions(), &request, &principal).await),
             Ok(Admitted::Legacy(call)) => {
-                let legacy = Legacy { sessions: &self.sessions, info: &self.legacy_info, tool_schema: &*self.tool_schemas };
+                let legacy = Legacy { sessions: self.sessions(), info: &self.legacy_info, tool_schema: &*self.tool_schemas };
                 match legacy.step(call).await {
                     Step::Answered(response) => Reply::Whole(response),
                     // The modern request it means passes every modern
@@ -310,7 +319,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         };
         Box::new(Conversation {
             handler: self.rounds.clone(),
-            sessions: self.sessions.clone(),
+            sessions: self.sessions().clone(),
             session,
             template,
             request_id,
