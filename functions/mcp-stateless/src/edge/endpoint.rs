@@ -245,16 +245,9 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                 }
                 match legacy::notification_stream(self.sessions(), request, &principal).await {
                     Err(response) => Reply::Whole(response),
-                    Ok((listen, era)) => match admission.admit(listen, log, stream) {
-                        Ok(Admitted::Request(mut request, mut ctx, id)) => {
-                            if let Some(attached) = request.extensions_mut().get_mut::<CallContext>() {
-                                attached.era = era.clone();
-                            }
-                            ctx.era = era;
-                            self.dispatch(request, Some(ctx), id, log, stream).await
-                        }
-                        Ok(_) => Reply::Whole(refused(log, EdgeError::NotAnObject, None)),
-                        Err((error, id)) => Reply::Whole(refused(log, error, id)),
+                    Ok((listen, era)) => match readmit(&admission, listen, era, log, stream) {
+                        Ok((request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, stream).await,
+                        Err(refusal) => Reply::Whole(refusal),
                     },
                 }
             }
@@ -265,12 +258,8 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                     Step::Answered(response) => Reply::Whole(response),
                     // The modern request it means passes every modern
                     // check, then is served, and answered, for its era.
-                    Step::Serve(request, era, session) => match admission.admit(request, log, stream) {
-                        Ok(Admitted::Request(mut request, mut ctx, id)) => {
-                            if let Some(attached) = request.extensions_mut().get_mut::<CallContext>() {
-                                attached.era = era.clone();
-                            }
-                            ctx.era = era;
+                    Step::Serve(request, era, session) => match readmit(&admission, request, era, log, stream) {
+                        Ok((request, ctx, id)) => {
                             // Only a stream can carry the server's own
                             // requests, and only a session its answers.
                             let may_ask = stream && log.method.as_deref().is_some_and(|m| MAY_ASK.contains(&m));
@@ -279,8 +268,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                                 None => self.dispatch(request, Some(ctx), id, log, stream).await,
                             }
                         }
-                        Ok(_) => Reply::Whole(refused(log, EdgeError::NotAnObject, None)),
-                        Err((error, id)) => Reply::Whole(refused(log, error, id)),
+                        Err(refusal) => Reply::Whole(refusal),
                     },
                 }
             }
@@ -432,6 +420,33 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             parts.status = StatusCode::OK;
         }
         Reply::Whole(http::Response::from_parts(parts, messages.render()))
+    }
+}
+
+/// The modern request a 2025-era one became, through every modern check,
+/// its context (the handler's copy too) marked with the client's era; or
+/// the refusal.
+// Once per 2025-era request, the result taken apart at once: boxing the
+// refusal would allocate to save one move.
+#[allow(clippy::result_large_err)]
+fn readmit(
+    admission: &Admission<'_>,
+    request: http::Request<Bytes>,
+    era: Era,
+    log: &mut RequestLog,
+    stream: bool,
+) -> Result<(http::Request<Bytes>, CallContext, Option<Value>), http::Response<Bytes>> {
+    match admission.admit(request, log, stream) {
+        Ok(Admitted::Request(mut request, mut ctx, id)) => {
+            if let Some(attached) = request.extensions_mut().get_mut::<CallContext>() {
+                attached.era = era.clone();
+            }
+            ctx.era = era;
+            Ok((request, ctx, id))
+        }
+        // The edge built it as a request: anything else is its own bug.
+        Ok(_) => Err(refused(log, EdgeError::NotAnObject, None)),
+        Err((error, id)) => Err(refused(log, error, id)),
     }
 }
 
