@@ -2,7 +2,8 @@
 //! `requestState` ([`kms_keys`]); one DynamoDB table for handles,
 //! single-use records, quota counts, tasks and the change feed
 //! ([`dynamo`], whose header has the item map); SQS for task messages
-//! ([`sqs_queue`]); the settings they read ([`settings`], [`call_limits`]);
+//! ([`sqs_queue`]); the SDK's configuration ([`sdk`]) and the settings
+//! they read ([`settings`], [`call_limits`]);
 //! and the entry points every function's `main` calls ([`start`], and
 //! [`worker_entry`] for the task worker).
 //!
@@ -14,6 +15,7 @@
 pub mod call_limits;
 pub mod dynamo;
 pub mod kms_keys;
+pub mod sdk;
 pub mod settings;
 pub mod sqs_queue;
 pub mod worker_entry;
@@ -39,27 +41,9 @@ use mcp_stateless::{
 pub use call_limits::CallLimits;
 pub use dynamo::DynamoStore;
 pub use kms_keys::{KeyWindow, KmsDataKeys};
+pub use sdk::{SdkEnvironment, sdk_config, sdk_config_with, sdk_loader};
 pub use settings::AwsSettings;
 pub use sqs_queue::SqsTaskQueue;
-
-/// The SDK configuration from the environment (`AWS_REGION`,
-/// `AWS_ENDPOINT_URL` for emulators, credentials), with every call bounded
-/// by [`CallLimits::from_env`] (whose error names a malformed limit).
-pub async fn sdk_config() -> Result<aws_config::SdkConfig, String> {
-    Ok(sdk_config_with(&CallLimits::from_env()?).await)
-}
-
-/// The SDK configuration from the environment, with every call bounded
-/// by `limits`.
-pub async fn sdk_config_with(limits: &CallLimits) -> aws_config::SdkConfig {
-    sdk_loader(limits).load().await
-}
-
-/// The loader behind [`sdk_config_with`], for callers that set more before
-/// loading (an endpoint set here overrides `AWS_ENDPOINT_URL`).
-pub fn sdk_loader(limits: &CallLimits) -> aws_config::ConfigLoader {
-    aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(limits.timeout_config()).retry_config(limits.retry_config())
-}
 
 /// Dependencies for `settings`: AWS where configured, memory elsewhere.
 pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>, clock: Arc<dyn Clock>) -> Dependencies {
