@@ -17,9 +17,14 @@ ratios are the point.
 usage: lambda_cold_start_bench.py --project BIN --reference BIN --env FILE
        [--default-reference BIN] [--starts 20] [--memory 256[,128,...]]
        [--transports buffered,streaming] [--kinds discover,sealed,handle,task,listen]
+       [--syscalls]
 (FILE: the emulator's variables, .tmp/local.env, as infra/bootstrap.sh writes it.
 --default-reference: the reference as anyone builds it, with aws-lc's default
-settings, measured too and compared with on Init + first answer.)
+settings, measured too and compared with on Init + first answer.
+--syscalls: instead of timing, one cold start per kind and function under
+strace, listing the files each opened and every connection it made, named
+(the Runtime API, each service's TLS front): what a cold start reads and
+whom it calls, credentials endpoints included.)
 """
 
 import argparse
@@ -100,23 +105,26 @@ def cgroup_for(memory_mb):
     return group
 
 
-def cold_start(binary, environment, group, transport, kind, repeats):
-    """One cold start: Init, then `repeats` answers of `kind`.
-    Answers {init_wall, init_cpu, first_wall, first_cpu, last_wall, last_cpu} in seconds."""
+def cold_start(binary, environment, group, transport, kind, repeats, trace=None):
+    """One cold start: Init, then `repeats` answers of `kind` (under strace,
+    writing to `trace`, when given). Answers {init_wall, init_cpu,
+    first_wall, first_cpu, last_wall, last_cpu} in seconds, and the Runtime
+    API's port."""
     api = runtime_api.RuntimeApi()
     env = dict(environment, AWS_LAMBDA_RUNTIME_API=api.address)
+    command = [binary] if trace is None else ["strace", "-f", "-qq", "-e", "trace=openat,connect", "-o", str(trace), binary]
 
     def enter_cgroup():
         (group / "cgroup.procs").write_text(str(os.getpid()))
 
     began = time.perf_counter()
-    process = subprocess.Popen([binary], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=enter_cgroup)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=enter_cgroup)
     try:
         while not api.polls:
             if process.poll() is not None:
                 raise RuntimeError(f"{binary} exited during Init: {process.stderr.read().decode()[-2000:]}")
             time.sleep(0.0005)
-        out = {"init_wall": api.polls[0] - began, "init_cpu": cpu_ns(process.pid) / 1e9}
+        out = {"init_wall": api.polls[0] - began, "init_cpu": cpu_ns(process.pid) / 1e9, "api_port": api.address.split(":")[1]}
         expected = KINDS[kind][4]
         request = json.dumps(event(transport, kind, f"bench-{os.urandom(6).hex()}")).encode()
         for n in range(1, repeats + 1):
@@ -139,6 +147,28 @@ def cold_start(binary, environment, group, transport, kind, repeats):
         api.close()
 
 
+def syscalls(functions, env, group, transport, kinds, fronts):
+    """What each function's cold start opened and connected to, per kind."""
+    names = {str(front.port): f"{service} (TLS)" for service, front in fronts.items()}
+    for kind in kinds:
+        for function, binary in functions:
+            trace = ROOT / f".tmp/bench-syscalls-{function}-{kind}.txt"
+            api_port = cold_start(binary, env, group, transport, kind, 1, trace)["api_port"]
+            opened, connected = [], []
+            for line in trace.read_text().splitlines():
+                if "openat(" in line and '"' in line:
+                    path = line.split('"')[1] + (" (absent)" if "ENOENT" in line else "")
+                    if not path.startswith(("/proc/", "/sys/")) and path not in opened:
+                        opened.append(path)
+                elif "connect(" in line:
+                    if "sun_path=" in line:
+                        connected.append(line.split('sun_path="')[1].split('"')[0])
+                    elif "sin_port=htons(" in line:
+                        port = line.split("sin_port=htons(")[1].split(")")[0]
+                        connected.append("Runtime API" if port == api_port else names.get(port, f"port {port} (unknown)"))
+            print(f"{function}, {transport} {kind}: opened {', '.join(opened)}; connected to {', '.join(connected)}")
+
+
 def p(values, q):
     values = sorted(values)
     return values[min(len(values) - 1, round(q * (len(values) - 1)))]
@@ -154,6 +184,7 @@ def main():
     parser.add_argument("--memory", default="256")
     parser.add_argument("--transports", default="buffered,streaming")
     parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--syscalls", action="store_true")
     args = parser.parse_args()
 
     if not os.access(CGROUP, os.W_OK):
@@ -191,6 +222,9 @@ def main():
             if args.default_reference:
                 functions.append(("default", args.default_reference))
             served = [k for k in kinds if k != "listen" or transport == "streaming"]
+            if args.syscalls:
+                syscalls(functions, env, group, transport, served, fronts)
+                continue
             runs = {(f, k): [] for f, _ in functions for k in served}
             for _ in range(args.starts):
                 for kind in served:

@@ -1,7 +1,13 @@
 """TLS in front of the emulator, as AWS endpoints are: a throwaway CA made
 with openssl, a certificate for localhost and 127.0.0.1 signed by it, and
-one TLS port per service spliced to the emulator's plain port, so that a
+one TLS port per service in front of the emulator's plain port, so that a
 function makes one handshake per service as it does in a region.
+
+The emulator closes its connection after every answer (`Connection:
+close`); AWS endpoints keep theirs open. So the front keeps the function's
+connection open across requests, as AWS does, and takes each request to the
+emulator on a connection of its own: without that every AWS call of a warm
+function would pay a TCP and TLS handshake that it does not pay in a region.
 
 The function trusts the CA through the standard `SSL_CERT_FILE`, holding
 the system's roots followed by the CA's: it loads as many roots as in
@@ -61,31 +67,54 @@ class TlsFront:
     def _serve(self, client):
         try:
             tls = self.context.wrap_socket(client, server_side=True)
-            upstream = socket.create_connection(self.target)
-        except (OSError, ssl.SSLError):
+            tls.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            requests = tls.makefile("rb")
+            while (request := read_message(requests)) is not None:
+                with socket.create_connection(self.target) as upstream:
+                    upstream.sendall(request)
+                    answer = upstream.makefile("rb").read()
+                tls.sendall(kept_alive(answer))
+        except (OSError, ssl.SSLError, ValueError):
+            pass
+        finally:
             client.close()
-            return
-        for sock in (tls, upstream):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        threading.Thread(target=_pump, args=(upstream, tls), daemon=True).start()
-        _pump(tls, upstream)
 
     def close(self):
         self.listener.close()
 
 
-def _pump(source, sink):
-    try:
+def read_message(stream):
+    """One HTTP/1.1 request, head and body (by Content-Length or chunked),
+    as bytes; None at the end of the connection."""
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        line = stream.readline(65537)
+        if not line:
+            if head:
+                raise ValueError("connection closed inside a request's head")
+            return None
+        head += line
+    fields = {k.strip().lower(): v.strip() for k, _, v in (l.partition(b":") for l in head.split(b"\r\n")[1:] if l)}
+    if fields.get(b"transfer-encoding", b"").lower() == b"chunked":
+        body = b""
         while True:
-            data = source.recv(65536)
-            if not data:
-                break
-            sink.sendall(data)
-    except OSError:
-        pass
-    finally:
-        for sock in (source, sink):
-            try:
-                sock.close()
-            except OSError:
-                pass
+            size_line = stream.readline(65537)
+            size = int(size_line.split(b";")[0], 16)
+            body += size_line
+            if size == 0:
+                # Trailers, if any, then the blank line ending the message.
+                while (line := stream.readline(65537)) not in (b"", b"\r\n"):
+                    body += line
+                return head + body + b"\r\n"
+            body += stream.read(size + 2)
+    return head + stream.read(int(fields.get(b"content-length", b"0")))
+
+
+def kept_alive(answer):
+    """The emulator's whole answer, read to its close, without its
+    `Connection: close`, its length stated so the connection can go on."""
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = [l for l in head.split(b"\r\n") if not l.lower().startswith(b"connection:")]
+    if not any(l.lower().startswith((b"content-length:", b"transfer-encoding:")) for l in lines[1:]):
+        lines.append(b"Content-Length: %d" % len(body))
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
