@@ -246,7 +246,7 @@ def main():
                         row.append(f"{medians[0] / medians[1]:.2f}x" if medians[1] else "-")
                     print("| " + " | ".join(row) + " |")
             if args.default_reference:
-                for kind in kinds:
+                for kind in served:
                     project, default = (statistics.median((r["init_wall"] + r["first_wall"]) * 1000 for r in runs[(f, kind)])
                                         for f in ("project", "default"))
                     print(f"{kind}: Init + first answer {project:.1f} ms against the reference built with aws-lc's "

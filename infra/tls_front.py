@@ -72,8 +72,10 @@ class TlsFront:
             while (request := read_message(requests)) is not None:
                 with socket.create_connection(self.target) as upstream:
                     upstream.sendall(request)
-                    answer = upstream.makefile("rb").read()
-                tls.sendall(kept_alive(answer))
+                    # By its length, not to the close: the emulator closes
+                    # some milliseconds after its last byte.
+                    answer = read_message(upstream.makefile("rb"), unsized_to_end=True)
+                tls.sendall(kept_alive(answer or b""))
         except (OSError, ssl.SSLError, ValueError):
             pass
         finally:
@@ -83,9 +85,11 @@ class TlsFront:
         self.listener.close()
 
 
-def read_message(stream):
-    """One HTTP/1.1 request, head and body (by Content-Length or chunked),
-    as bytes; None at the end of the connection."""
+def read_message(stream, unsized_to_end=False):
+    """One HTTP/1.1 message, head and body (by Content-Length or chunked),
+    as bytes; None at the end of the connection. A body of neither kind is
+    empty (a request) or runs to the end of the stream (`unsized_to_end`,
+    an answer)."""
     head = b""
     while not head.endswith(b"\r\n\r\n"):
         line = stream.readline(65537)
@@ -107,12 +111,14 @@ def read_message(stream):
                     body += line
                 return head + body + b"\r\n"
             body += stream.read(size + 2)
-    return head + stream.read(int(fields.get(b"content-length", b"0")))
+    if b"content-length" in fields:
+        return head + stream.read(int(fields[b"content-length"]))
+    return head + (stream.read() if unsized_to_end else b"")
 
 
 def kept_alive(answer):
-    """The emulator's whole answer, read to its close, without its
-    `Connection: close`, its length stated so the connection can go on."""
+    """The emulator's answer without its `Connection: close`, its length
+    stated so the connection can go on."""
     head, _, body = answer.partition(b"\r\n\r\n")
     lines = [l for l in head.split(b"\r\n") if not l.lower().startswith(b"connection:")]
     if not any(l.lower().startswith((b"content-length:", b"transfer-encoding:")) for l in lines[1:]):

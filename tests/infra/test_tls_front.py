@@ -33,3 +33,10 @@ def test_an_answer_loses_its_close_and_states_its_length():
     assert tls_front.kept_alive(answer) == b"HTTP/1.1 200 OK\r\nServer: W\r\nContent-Length: 7\r\n\r\n{\"a\":1}"
     sized = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
     assert tls_front.kept_alive(sized) == b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+
+def test_an_answer_is_read_by_its_length_and_without_one_to_the_end():
+    sized = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    assert tls_front.read_message(io.BufferedReader(io.BytesIO(sized + b"later")), unsized_to_end=True) == sized
+    unsized = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nall of it"
+    assert tls_front.read_message(io.BufferedReader(io.BytesIO(unsized)), unsized_to_end=True) == unsized
