@@ -7,13 +7,13 @@
 //! `AWS_REGION`, so the default chain's first provider always answers. But
 //! the chain is built whole at start, and its web-identity provider builds
 //! an STS client with it, and with that the TLS client and its root
-//! certificates, all in Init (a tenth of a cold start's CPU samples before
-//! the first answer; docs/benchmarks.md, "Cold starts as Lambda bills
-//! them"). Anywhere else (the local server, the emulator, a laptop with
+//! certificates, all in Init (8 % of a cold start's CPU samples in a
+//! profile of the cold-start bench, `infra/lambda_cold_start_bench.py`).
+//! Anywhere else (the local server, the emulator, a laptop with
 //! profiles or SSO) the default chains stay: they are what users expect.
 
 use aws_config::{BehaviorVersion, ConfigLoader, Region, SdkConfig, environment::EnvironmentVariableCredentialsProvider};
-use mcp_stateless::settings::Variables;
+use mcp_stateless::{Mode, settings::Variables};
 
 use crate::CallLimits;
 
@@ -30,13 +30,13 @@ pub struct SdkEnvironment {
 impl SdkEnvironment {
     /// Read once at start.
     pub fn from_env() -> Self {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        Self::from_lookup(mcp_stateless::detect_mode(), |name| std::env::var(name).ok())
     }
 
-    /// The same, from any source of variables (tests).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+    /// The same in `mode`, from any source of variables (tests).
+    pub fn from_lookup(mode: Mode, lookup: impl Fn(&str) -> Option<String>) -> Self {
         let variables = Variables::new(lookup);
-        let on_lambda = variables.text("AWS_LAMBDA_RUNTIME_API").is_some();
+        let on_lambda = mode == Mode::Lambda;
         let role_credentials = variables.text("AWS_ACCESS_KEY_ID").is_some() && variables.text("AWS_SECRET_ACCESS_KEY").is_some();
         let lambda_region = if on_lambda && role_credentials { variables.text("AWS_REGION") } else { None };
         Self { lambda_region }
@@ -90,25 +90,26 @@ mod tests {
 
     use super::*;
 
-    fn environment(pairs: &[(&str, &str)]) -> SdkEnvironment {
+    fn environment_in(mode: Mode, pairs: &[(&str, &str)]) -> SdkEnvironment {
         let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        SdkEnvironment::from_lookup(move |name| map.get(name).cloned())
+        SdkEnvironment::from_lookup(mode, move |name| map.get(name).cloned())
     }
 
-    const LAMBDA: &[(&str, &str)] = &[
-        ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
-        ("AWS_ACCESS_KEY_ID", "ASIAEXAMPLE"),
-        ("AWS_SECRET_ACCESS_KEY", "secret"),
-        ("AWS_REGION", "eu-west-1"),
-    ];
+    fn environment(pairs: &[(&str, &str)]) -> SdkEnvironment {
+        environment_in(Mode::Lambda, pairs)
+    }
+
+    const LAMBDA: &[(&str, &str)] =
+        &[("AWS_ACCESS_KEY_ID", "ASIAEXAMPLE"), ("AWS_SECRET_ACCESS_KEY", "secret"), ("AWS_REGION", "eu-west-1")];
 
     #[test]
     fn only_lambda_with_role_credentials_skips_the_default_chains() {
         assert!(environment(LAMBDA).reads_lambda_variables());
         // Locally, or on Lambda without the role's variables (a forker's
         // custom runtime set-up), the default chains decide.
+        assert!(!environment_in(Mode::Local, LAMBDA).reads_lambda_variables());
         assert!(!environment(&LAMBDA[1..]).reads_lambda_variables());
-        assert!(!environment(&LAMBDA[..2]).reads_lambda_variables());
+        assert!(!environment(&LAMBDA[..1]).reads_lambda_variables());
         assert!(!environment(&[]).reads_lambda_variables());
     }
 
