@@ -10,7 +10,8 @@ For each memory size and transport (buffered: HTTP API v2 events, whole
 answers; streaming: REST v1 events, streamed answers), each kind of request
 is the first one after Init in cold starts of its own, interleaved with the
 reference's: Init (exec to the first `next` poll), then the first and the
-tenth answer of that kind. Reported as medians (p90) of wall and CPU time,
+tenth answer of that kind (the first against the tenth: what a cold start
+adds to the answer itself). Reported as medians (p90) of wall and CPU time,
 with the ratio to the reference. Figures hold for this machine only; the
 ratios are the point.
 
@@ -19,6 +20,11 @@ usage: lambda_cold_start_bench.py --project BIN --reference BIN --env FILE
        [--transports buffered,streaming] [--kinds discover,sealed,handle,task,listen]
        [--syscalls]
 (FILE: the emulator's variables, .tmp/local.env, as infra/bootstrap.sh writes it.
+Each function trusts the throwaway CA as it is built to take roots, so that it
+loads as many as it would on Lambda: the reference reads the system's roots,
+so its SSL_CERT_FILE is the system's bundle with the CA added; the project
+trusts Amazon's roots, compiled in, plus SSL_CERT_FILE's (functions/mcp-aws/
+src/sdk.rs), so its SSL_CERT_FILE is the CA alone.
 --default-reference: the reference as anyone builds it, with aws-lc's default
 settings, measured too and compared with on Init + first answer.
 --syscalls: instead of timing, one cold start per kind and function under
@@ -147,13 +153,13 @@ def cold_start(binary, environment, group, transport, kind, repeats, trace=None)
         api.close()
 
 
-def syscalls(functions, env, group, transport, kinds, fronts):
+def syscalls(functions, envs, group, transport, kinds, fronts):
     """What each function's cold start opened and connected to, per kind."""
     names = {str(front.port): f"{service} (TLS)" for service, front in fronts.items()}
     for kind in kinds:
         for function, binary in functions:
             trace = ROOT / f".tmp/bench-syscalls-{function}-{kind}.txt"
-            api_port = cold_start(binary, env, group, transport, kind, 1, trace)["api_port"]
+            api_port = cold_start(binary, envs[function], group, transport, kind, 1, trace)["api_port"]
             opened, connected = [], []
             for line in trace.read_text().splitlines():
                 if "openat(" in line and '"' in line:
@@ -221,21 +227,23 @@ def main():
             functions = [("project", args.project), ("reference", args.reference)]
             if args.default_reference:
                 functions.append(("default", args.default_reference))
+            envs = {function: env for function, _ in functions}
+            envs["project"] = dict(env, SSL_CERT_FILE=str(bundle.parent / "ca.pem"))
             served = [k for k in kinds if k != "listen" or transport == "streaming"]
             if args.syscalls:
-                syscalls(functions, env, group, transport, served, fronts)
+                syscalls(functions, envs, group, transport, served, fronts)
                 continue
             runs = {(f, k): [] for f, _ in functions for k in served}
             for _ in range(args.starts):
                 for kind in served:
                     for function, binary in functions:
-                        runs[(function, kind)].append(cold_start(binary, env, group, transport, kind, 10))
+                        runs[(function, kind)].append(cold_start(binary, envs[function], group, transport, kind, 10))
             share = min(1.0, memory / ONE_VCPU_MB)
             print(f"\n{memory} MB ({share * 100:.1f} % of a vCPU), {transport}:")
             print("| kind | figure | project wall | reference wall | ratio | project CPU | reference CPU | ratio |")
             print("|---|---|---|---|---|---|---|---|")
             for kind in served:
-                for figure, parts in (("Init", ("init",)), ("Init + first", ("init", "first")), ("tenth", ("last",))):
+                for figure, parts in (("Init", ("init",)), ("Init + first", ("init", "first")), ("first", ("first",)), ("tenth", ("last",))):
                     row = [kind, figure]
                     for measure in ("wall", "cpu"):
                         medians = []

@@ -82,7 +82,10 @@ pub fn loader(limits: &mcp_aws::CallLimits) -> aws_config::ConfigLoader {
         None,
         "emulator",
     );
-    mcp_aws::sdk_loader(limits).region(aws_config::Region::new(emulator_var("AWS_REGION"))).credentials_provider(credentials)
+    mcp_aws::sdk_loader(limits)
+        .expect("the SDK environment")
+        .region(aws_config::Region::new(emulator_var("AWS_REGION")))
+        .credentials_provider(credentials)
 }
 
 pub fn unique(prefix: &str) -> String {

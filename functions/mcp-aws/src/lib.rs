@@ -41,7 +41,7 @@ use mcp_stateless::{
 pub use call_limits::CallLimits;
 pub use dynamo::DynamoStore;
 pub use kms_keys::{KeyWindow, KmsDataKeys};
-pub use sdk::{SdkEnvironment, sdk_config, sdk_config_with, sdk_loader};
+pub use sdk::{SdkEnvironment, loader_for, sdk_config, sdk_config_with, sdk_loader};
 pub use settings::AwsSettings;
 pub use sqs_queue::SqsTaskQueue;
 
@@ -147,7 +147,7 @@ pub async fn run_worker(tools: TaskTools) -> Result<(), StartError> {
         return Err(StartError::Config(format!("the worker needs {} and {}", settings::TABLE_NAME, settings::TASK_QUEUE_URL)));
     };
     let limits = CallLimits::from_env().map_err(StartError::Config)?;
-    let sdk = sdk_config_with(&limits).await;
+    let sdk = sdk_config_with(&limits).await.map_err(StartError::Config)?;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table));
     let queue = Arc::new(SqsTaskQueue::new(sqs.clone(), queue_url));

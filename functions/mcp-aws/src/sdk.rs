@@ -1,5 +1,6 @@
 //! The AWS SDK's configuration: every call bounded by [`CallLimits`], and,
-//! on Lambda, credentials and region read from the variables Lambda sets.
+//! on Lambda, credentials and region read from the variables Lambda sets
+//! and TLS to AWS verified against Amazon's roots, compiled in.
 //!
 //! Why not the SDK's default chains there: Lambda hands the execution
 //! role's credentials to the process as `AWS_ACCESS_KEY_ID`,
@@ -9,37 +10,75 @@
 //! an STS client with it, and with that the TLS client and its root
 //! certificates, all in Init (8 % of a cold start's CPU samples in a
 //! profile of the cold-start bench, `infra/lambda_cold_start_bench.py`).
+//!
+//! Why Amazon's roots: every endpoint of the aws partition chains to
+//! Amazon Trust Services (`amazon_roots.pem`), and reading the system's
+//! bundle instead (about 145 roots, PEM-decoded one by one) was half of a
+//! cold start's Init instructions (8.3 M of 16.5 M, callgrind), in every
+//! cold start. Trusting five roots for AWS calls is also the narrower
+//! trust. `SSL_CERT_FILE`, when set, adds its roots (a TLS-inspecting
+//! proxy's, an emulator's); with `SSL_CERT_DIR` set, or in a region of
+//! another partition (China, GovCloud, the isolated and sovereign clouds),
+//! the system's store is read as before. SECURITY.md, "AWS credentials and
+//! TLS roots", states the trade.
+//!
 //! Anywhere else (the local server, the emulator, a laptop with
-//! profiles or SSO) the default chains stay: they are what users expect.
+//! profiles or SSO) the default chains and the system's roots stay: they
+//! are what users expect.
 
 use aws_config::{BehaviorVersion, ConfigLoader, Region, SdkConfig, environment::EnvironmentVariableCredentialsProvider};
+use aws_smithy_http_client::{
+    Builder, ConnectorBuilder,
+    proxy::ProxyConfig,
+    tls::{Provider, TlsContext, TrustStore, rustls_provider::CryptoMode},
+};
 use mcp_stateless::{Mode, settings::Variables};
+use rustls::pki_types::{CertificateDer, pem::PemObject};
 
 use crate::CallLimits;
 
 /// What the SDK's configuration takes from the environment beyond the
 /// SDK's own reading of it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct SdkEnvironment {
     /// On Lambda with the role's credentials in the environment: the
     /// region to use (`AWS_REGION`), read as Lambda sets it. `None`
     /// elsewhere, where the default chains decide.
     lambda_region: Option<String>,
+    /// On Lambda in the aws partition: the roots TLS to AWS trusts,
+    /// Amazon's and `SSL_CERT_FILE`'s, checked at start. `None`: the
+    /// system's store, read by the SDK's client.
+    roots: Option<TlsContext>,
 }
 
+/// Amazon Trust Services' roots (the file names each with its fingerprint).
+const AMAZON_ROOTS: &[u8] = include_bytes!("amazon_roots.pem");
+
+/// Region prefixes of the partitions other than aws, whose endpoints are
+/// not known here to chain to Amazon Trust Services.
+const OTHER_PARTITIONS: [&str; 5] = ["cn-", "us-gov-", "us-iso", "eu-isoe-", "eusc-"];
+
 impl SdkEnvironment {
-    /// Read once at start.
-    pub fn from_env() -> Self {
+    /// Read once at start. The error names `SSL_CERT_FILE` when its file
+    /// cannot be read or holds a certificate that is not a usable root.
+    pub fn from_env() -> Result<Self, String> {
         Self::from_lookup(mcp_stateless::detect_mode(), |name| std::env::var(name).ok())
     }
 
     /// The same in `mode`, from any source of variables (tests).
-    pub fn from_lookup(mode: Mode, lookup: impl Fn(&str) -> Option<String>) -> Self {
+    pub fn from_lookup(mode: Mode, lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let variables = Variables::new(lookup);
         let on_lambda = mode == Mode::Lambda;
         let role_credentials = variables.text("AWS_ACCESS_KEY_ID").is_some() && variables.text("AWS_SECRET_ACCESS_KEY").is_some();
         let lambda_region = if on_lambda && role_credentials { variables.text("AWS_REGION") } else { None };
-        Self { lambda_region }
+        let aws_partition =
+            variables.text("AWS_REGION").is_some_and(|region| !OTHER_PARTITIONS.iter().any(|prefix| region.starts_with(prefix)));
+        let roots = if on_lambda && aws_partition && variables.text("SSL_CERT_DIR").is_none() {
+            Some(amazon_roots_and(variables.text("SSL_CERT_FILE"))?)
+        } else {
+            None
+        };
+        Ok(Self { lambda_region, roots })
     }
 
     /// Whether credentials and region are read straight from the
@@ -48,32 +87,88 @@ impl SdkEnvironment {
         self.lambda_region.is_some()
     }
 
+    /// Whether TLS to AWS trusts Amazon's roots (and `SSL_CERT_FILE`'s)
+    /// rather than the system's store.
+    pub fn trusts_amazon_roots(&self) -> bool {
+        self.roots.is_some()
+    }
+
     fn apply(&self, loader: ConfigLoader) -> ConfigLoader {
-        match &self.lambda_region {
+        let loader = match &self.lambda_region {
             Some(region) => loader.region(Region::new(region.clone())).credentials_provider(EnvironmentVariableCredentialsProvider::new()),
+            None => loader,
+        };
+        match &self.roots {
+            Some(roots) => loader.http_client(https_client(roots.clone())),
             None => loader,
         }
     }
+}
+
+/// Amazon's roots, and those of the PEM file at `added` (`SSL_CERT_FILE`).
+/// Every certificate is checked here as the SDK's client will take it,
+/// which would abort the process at the first AWS call on one it cannot.
+fn amazon_roots_and(added: Option<String>) -> Result<TlsContext, String> {
+    let mut pem = AMAZON_ROOTS.to_vec();
+    if let Some(path) = added {
+        let file = std::fs::read(&path).map_err(|error| format!("SSL_CERT_FILE ({path}) cannot be read: {error}"))?;
+        check_roots(&file).map_err(|why| format!("SSL_CERT_FILE ({path}): {why}"))?;
+        pem.push(b'\n');
+        pem.extend(file);
+    }
+    TlsContext::builder()
+        .with_trust_store(TrustStore::empty().with_native_roots(false).with_pem_certificate(pem))
+        .build()
+        .map_err(|error| format!("the TLS roots for AWS: {error}"))
+}
+
+/// How many roots `pem` holds, or why one of them is not usable.
+fn check_roots(pem: &[u8]) -> Result<usize, String> {
+    let mut store = rustls::RootCertStore::empty();
+    for (n, certificate) in CertificateDer::pem_slice_iter(pem).enumerate() {
+        let certificate = certificate.map_err(|error| format!("certificate {} is not PEM: {error}", n + 1))?;
+        store.add(certificate).map_err(|error| format!("certificate {} is not a usable root: {error}", n + 1))?;
+    }
+    match store.len() {
+        0 => Err("no certificate in it".to_owned()),
+        n => Ok(n),
+    }
+}
+
+/// The SDK's default HTTPS client, trusting `roots`: built as
+/// aws-smithy-runtime builds its default (rustls on aws-lc, the SDK's
+/// timeouts and sleep, the environment's proxy settings), which
+/// `build_https` would not (it leaves proxies off).
+fn https_client(roots: TlsContext) -> aws_sdk_kms::config::SharedHttpClient {
+    Builder::new().build_with_connector_fn(move |settings, components| {
+        let mut connector = ConnectorBuilder::default().tls_provider(Provider::Rustls(CryptoMode::AwsLc)).tls_context(roots.clone());
+        connector.set_connector_settings(settings.cloned());
+        if let Some(components) = components {
+            connector.set_sleep_impl(components.sleep_impl());
+        }
+        connector.set_proxy_config(Some(ProxyConfig::from_env()));
+        connector.build()
+    })
 }
 
 /// The SDK configuration from the environment (`AWS_REGION`,
 /// `AWS_ENDPOINT_URL` for emulators, credentials), with every call bounded
 /// by [`CallLimits::from_env`] (whose error names a malformed limit).
 pub async fn sdk_config() -> Result<SdkConfig, String> {
-    Ok(sdk_config_with(&CallLimits::from_env()?).await)
+    sdk_config_with(&CallLimits::from_env()?).await
 }
 
 /// The SDK configuration from the environment, with every call bounded
-/// by `limits`.
-pub async fn sdk_config_with(limits: &CallLimits) -> SdkConfig {
-    sdk_loader(limits).load().await
+/// by `limits` (the error: [`SdkEnvironment::from_env`]'s).
+pub async fn sdk_config_with(limits: &CallLimits) -> Result<SdkConfig, String> {
+    Ok(sdk_loader(limits)?.load().await)
 }
 
 /// The loader behind [`sdk_config_with`], for callers that set more before
 /// loading (an endpoint, region or credentials set here override the
 /// environment's).
-pub fn sdk_loader(limits: &CallLimits) -> ConfigLoader {
-    loader_for(limits, &SdkEnvironment::from_env())
+pub fn sdk_loader(limits: &CallLimits) -> Result<ConfigLoader, String> {
+    Ok(loader_for(limits, &SdkEnvironment::from_env()?))
 }
 
 /// The same, for `environment`.
@@ -92,7 +187,7 @@ mod tests {
 
     fn environment_in(mode: Mode, pairs: &[(&str, &str)]) -> SdkEnvironment {
         let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        SdkEnvironment::from_lookup(mode, move |name| map.get(name).cloned())
+        SdkEnvironment::from_lookup(mode, move |name| map.get(name).cloned()).expect("a usable SDK environment")
     }
 
     fn environment(pairs: &[(&str, &str)]) -> SdkEnvironment {
@@ -121,5 +216,60 @@ mod tests {
         assert!(provider.contains("EnvironmentVariableCredentialsProvider") && !provider.contains("DefaultCredentialsChain"), "{provider}");
         let elsewhere = format!("{:?}", loader_for(&CallLimits::LAMBDA, &environment(&[])).load().await.credentials_provider());
         assert!(elsewhere.contains("DefaultCredentialsChain"), "{elsewhere}");
+    }
+
+    #[test]
+    fn the_compiled_roots_are_amazons_five() {
+        assert_eq!(check_roots(AMAZON_ROOTS), Ok(5));
+        let text = String::from_utf8_lossy(AMAZON_ROOTS);
+        for name in [
+            "Amazon Root CA 1",
+            "Amazon Root CA 2",
+            "Amazon Root CA 3",
+            "Amazon Root CA 4",
+            "Starfield Services Root Certificate Authority - G2",
+        ] {
+            assert!(text.contains(name), "{name} is not listed");
+        }
+    }
+
+    #[test]
+    fn on_lambda_in_the_aws_partition_tls_trusts_amazons_roots() {
+        let lambda = environment(LAMBDA);
+        assert!(lambda.trusts_amazon_roots());
+        // The system's store is not read as well.
+        let store = format!("{:?}", lambda.roots.expect("Amazon's roots"));
+        assert!(store.contains("enable_native_roots: false"), "{store}");
+        // Locally; with a CA directory named; in another partition: the
+        // system's store, as before.
+        assert!(!environment_in(Mode::Local, LAMBDA).trusts_amazon_roots());
+        assert!(
+            !environment(&[LAMBDA[0], LAMBDA[1], ("AWS_REGION", "eu-west-1"), ("SSL_CERT_DIR", "/etc/ssl/certs")]).trusts_amazon_roots()
+        );
+        for region in ["cn-north-1", "us-gov-west-1", "us-isob-east-1", "eusc-de-east-1"] {
+            assert!(!environment(&[LAMBDA[0], LAMBDA[1], ("AWS_REGION", region)]).trusts_amazon_roots(), "{region}");
+        }
+    }
+
+    #[test]
+    fn ssl_cert_file_adds_roots_and_a_bad_one_stops_the_start() {
+        let dir = std::env::temp_dir().join(format!("mcp-aws-roots-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.pem");
+        std::fs::write(&good, &AMAZON_ROOTS[AMAZON_ROOTS.windows(5).position(|w| w == b"-----").unwrap()..]).unwrap();
+        let bad = dir.join("bad.pem");
+        std::fs::write(&bad, "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").unwrap();
+        let with = |file: &std::path::Path| {
+            let file = file.to_str().unwrap().to_owned();
+            let pairs: HashMap<String, String> =
+                LAMBDA.iter().map(|(k, v)| (k.to_string(), v.to_string())).chain([("SSL_CERT_FILE".into(), file)]).collect();
+            SdkEnvironment::from_lookup(Mode::Lambda, move |name| pairs.get(name).cloned())
+        };
+        assert!(with(&good).expect("five more roots").trusts_amazon_roots());
+        let refused = with(&bad).expect_err("a certificate that is no root");
+        assert!(refused.starts_with("SSL_CERT_FILE (") && refused.contains("certificate 1"), "{refused}");
+        let missing = with(&dir.join("absent.pem")).expect_err("no such file");
+        assert!(missing.contains("cannot be read"), "{missing}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

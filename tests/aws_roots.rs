@@ -1,0 +1,121 @@
+//! Which servers the AWS SDK's client trusts on Lambda
+//! (`mcp_aws::SdkEnvironment`, SECURITY.md "AWS credentials and TLS
+//! roots"): Amazon's roots, compiled in, and those `SSL_CERT_FILE` adds.
+//!
+//! A KMS call goes over real TLS to a local server whose certificate a
+//! throwaway CA signed (`tests/fixtures/tls`: the CA's certificate, and the
+//! `localhost` leaf with its key, both valid until 2126; the CA's own key
+//! was thrown away). With the CA added through the environment the
+//! function is given (not this process's), the call is answered: the SDK
+//! uses the client built from it. Without, the handshake is refused and no
+//! request goes out. That the system's store is not read as well is
+//! checked by `mcp_aws::sdk`'s unit tests.
+
+use std::{collections::HashMap, path::PathBuf, sync::Arc};
+
+use mcp_aws::{CallLimits, SdkEnvironment};
+use mcp_stateless::Mode;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpListener,
+};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/tls").join(name)
+}
+
+/// `https://localhost:<port>`, answering every request with an empty KMS
+/// `ListKeys` result; how many requests it answered.
+async fn kms_over_tls() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    let certificates = CertificateDer::pem_file_iter(fixture("leaf.pem")).unwrap().collect::<Result<Vec<_>, _>>().unwrap();
+    let key = PrivateKeyDer::from_pem_file(fixture("leaf.key")).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certificates, key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = answered.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            let count = count.clone();
+            tokio::spawn(async move {
+                // A refused handshake ends here, which is what one test wants.
+                let Ok(mut tls) = acceptor.accept(stream).await else { return };
+                let mut request = Vec::new();
+                let mut buffer = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") || !body_complete(&request) {
+                    match tls.read(&mut buffer).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buffer[..n]),
+                    }
+                }
+                let body = br#"{"Keys":[],"Truncated":false}"#;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = tls.write_all(&[head.as_bytes(), body].concat()).await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    (format!("https://localhost:{port}"), answered)
+}
+
+/// Whether `request` holds its whole body (by its content-length).
+fn body_complete(request: &[u8]) -> bool {
+    let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") else { return false };
+    let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+    let length = head.lines().find_map(|line| line.strip_prefix("content-length:")).and_then(|v| v.trim().parse::<usize>().ok());
+    request.len() >= end + 4 + length.unwrap_or(0)
+}
+
+/// The SDK environment of a Lambda in eu-west-1, with `SSL_CERT_FILE` when given.
+fn lambda(added_roots: Option<PathBuf>) -> SdkEnvironment {
+    let mut variables: HashMap<&str, String> = HashMap::from([
+        ("AWS_ACCESS_KEY_ID", "ASIAEXAMPLE".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "secret".to_owned()),
+        ("AWS_SESSION_TOKEN", "token".to_owned()),
+        ("AWS_REGION", "eu-west-1".to_owned()),
+    ]);
+    if let Some(path) = added_roots {
+        variables.insert("SSL_CERT_FILE", path.to_str().unwrap().to_owned());
+    }
+    SdkEnvironment::from_lookup(Mode::Lambda, move |name| variables.get(name).cloned()).expect("a usable SDK environment")
+}
+
+async fn list_keys(environment: &SdkEnvironment, endpoint: &str) -> Result<usize, String> {
+    // One attempt, with room for a loaded machine's handshake.
+    let second = std::time::Duration::from_secs(1);
+    let limits = CallLimits { connect: 20 * second, attempt: 30 * second, operation: 60 * second, max_attempts: 1, ..CallLimits::LAMBDA };
+    // Lambda's credential variables are not this process's: given here.
+    let credentials = aws_sdk_kms::config::Credentials::new("ASIAEXAMPLE", "secret", None, None, "test");
+    let sdk = mcp_aws::loader_for(&limits, environment).endpoint_url(endpoint).credentials_provider(credentials).load().await;
+    let answer = aws_sdk_kms::Client::new(&sdk).list_keys().send().await.map_err(|error| format!("{:?}", error))?;
+    Ok(answer.keys().len())
+}
+
+#[tokio::test]
+async fn a_root_added_by_ssl_cert_file_is_trusted() {
+    let (endpoint, answered) = kms_over_tls().await;
+    let environment = lambda(Some(fixture("ca.pem")));
+    assert!(environment.trusts_amazon_roots());
+    assert_eq!(list_keys(&environment, &endpoint).await, Ok(0));
+    assert_eq!(answered.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_server_outside_amazons_roots_is_refused() {
+    let (endpoint, answered) = kms_over_tls().await;
+    let refused = list_keys(&lambda(None), &endpoint).await.expect_err("a certificate no Amazon root signed");
+    assert!(refused.contains("UnknownIssuer") || refused.contains("invalid peer certificate"), "{refused}");
+    assert_eq!(answered.load(std::sync::atomic::Ordering::SeqCst), 0, "the request went out over a refused handshake");
+}
