@@ -9,9 +9,11 @@ connection open across requests, as AWS does, and takes each request to the
 emulator on a connection of its own: without that every AWS call of a warm
 function would pay a TCP and TLS handshake that it does not pay in a region.
 
-The function trusts the CA through the standard `SSL_CERT_FILE`, holding
-the system's roots followed by the CA's: it loads as many roots as in
-Lambda and no flag turns verification off.
+A function trusts the CA through the standard `SSL_CERT_FILE`, and no flag
+turns verification off: `make_ca` writes the CA alone and a bundle of the
+system's roots followed by the CA's, so that a function that reads the
+system's store loads as many roots as in Lambda (the bench gives each
+function the one it takes as it would on Lambda).
 """
 
 import pathlib

@@ -8,8 +8,8 @@
 //! was thrown away). With the CA added through the environment the
 //! function is given (not this process's), the call is answered: the SDK
 //! uses the client built from it. Without, the handshake is refused and no
-//! request goes out. That the system's store is not read as well is
-//! checked by `mcp_aws::sdk`'s unit tests.
+//! request goes out, and that holds in a process whose own `SSL_CERT_FILE`
+//! makes the system-store client trust the server.
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
@@ -80,25 +80,33 @@ fn body_complete(request: &[u8]) -> bool {
 
 /// The SDK environment of a Lambda in eu-west-1, with `SSL_CERT_FILE` when given.
 fn lambda(added_roots: Option<PathBuf>) -> SdkEnvironment {
-    let mut variables: HashMap<&str, String> = HashMap::from([
-        ("AWS_ACCESS_KEY_ID", "ASIAEXAMPLE".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", "secret".to_owned()),
-        ("AWS_SESSION_TOKEN", "token".to_owned()),
-        ("AWS_REGION", "eu-west-1".to_owned()),
-    ]);
+    let mut variables: HashMap<String, String> = [
+        ("AWS_ACCESS_KEY_ID", "ASIAEXAMPLE"),
+        ("AWS_SECRET_ACCESS_KEY", "secret"),
+        ("AWS_SESSION_TOKEN", "token"),
+        ("AWS_REGION", "eu-west-1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
     if let Some(path) = added_roots {
-        variables.insert("SSL_CERT_FILE", path.to_str().unwrap().to_owned());
+        variables.insert("SSL_CERT_FILE".to_owned(), path.to_str().unwrap().to_owned());
     }
-    SdkEnvironment::from_lookup(Mode::Lambda, move |name| variables.get(name).cloned()).expect("a usable SDK environment")
+    SdkEnvironment::from_variables(Mode::Lambda, variables).expect("a usable SDK environment")
 }
 
 async fn list_keys(environment: &SdkEnvironment, endpoint: &str) -> Result<usize, String> {
     // One attempt, with room for a loaded machine's handshake.
     let second = std::time::Duration::from_secs(1);
     let limits = CallLimits { connect: 20 * second, attempt: 30 * second, operation: 60 * second, max_attempts: 1, ..CallLimits::LAMBDA };
-    // Lambda's credential variables are not this process's: given here.
+    // Lambda's variables are not this process's: given here.
     let credentials = aws_sdk_kms::config::Credentials::new("ASIAEXAMPLE", "secret", None, None, "test");
-    let sdk = mcp_aws::loader_for(&limits, environment).endpoint_url(endpoint).credentials_provider(credentials).load().await;
+    let sdk = mcp_aws::loader_for(&limits, environment)
+        .endpoint_url(endpoint)
+        .credentials_provider(credentials)
+        .region(aws_config::Region::new("eu-west-1"))
+        .load()
+        .await;
     let answer = aws_sdk_kms::Client::new(&sdk).list_keys().send().await.map_err(|error| format!("{:?}", error))?;
     Ok(answer.keys().len())
 }
@@ -109,6 +117,39 @@ async fn a_root_added_by_ssl_cert_file_is_trusted() {
     let environment = lambda(Some(fixture("ca.pem")));
     assert!(environment.trusts_amazon_roots());
     assert_eq!(list_keys(&environment, &endpoint).await, Ok(0));
+    assert_eq!(answered.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+/// Set for the copy of this test binary that the next test starts.
+const CHILD: &str = "MCP_AWS_ROOTS_TEST_CHILD";
+
+/// The system's store is not read on the Amazon-roots path: in a process
+/// whose own `SSL_CERT_FILE` names the throwaway CA (this test binary
+/// again, so no variable of this one changes), the system-store client
+/// trusts the server and the Lambda one still refuses it.
+#[test]
+fn the_systems_store_is_not_read_beside_amazons_roots() {
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "refused_although_the_systems_store_would_trust_it", "--include-ignored", "--test-threads", "1"])
+        .env(CHILD, "1")
+        .env("SSL_CERT_FILE", fixture("ca.pem"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&child.stdout);
+    assert!(child.status.success() && out.contains("1 passed"), "{out}{}", String::from_utf8_lossy(&child.stderr));
+}
+
+#[tokio::test]
+#[ignore = "run by the_systems_store_is_not_read_beside_amazons_roots, in a process of its own"]
+async fn refused_although_the_systems_store_would_trust_it() {
+    assert!(std::env::var_os(CHILD).is_some(), "run through the_systems_store_is_not_read_beside_amazons_roots");
+    let (endpoint, answered) = kms_over_tls().await;
+    // Local mode: the SDK's own client, reading this process's SSL_CERT_FILE.
+    let system = SdkEnvironment::from_env().expect("the SDK environment");
+    assert!(!system.trusts_amazon_roots());
+    assert_eq!(list_keys(&system, &endpoint).await, Ok(0));
+    let refused = list_keys(&lambda(None), &endpoint).await.expect_err("the CA is in the system's store only");
+    assert!(refused.contains("UnknownIssuer") || refused.contains("invalid peer certificate"), "{refused}");
     assert_eq!(answered.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 

@@ -17,14 +17,18 @@
 //! cold start's Init instructions (8.3 M of 16.5 M, callgrind), in every
 //! cold start. Trusting five roots for AWS calls is also the narrower
 //! trust. `SSL_CERT_FILE`, when set, adds its roots (a TLS-inspecting
-//! proxy's, an emulator's); with `SSL_CERT_DIR` set, or in a region of
-//! another partition (China, GovCloud, the isolated and sovereign clouds),
-//! the system's store is read as before. SECURITY.md, "AWS credentials and
+//! proxy's, an emulator's). The system's store is read as before with
+//! `SSL_CERT_DIR` set, in a region that is not of the aws partition
+//! (China, GovCloud, the isolated and sovereign clouds, and any partition
+//! to come), and where an `AWS_ENDPOINT_URL*` names another endpoint with
+//! no `SSL_CERT_FILE` to trust it by. SECURITY.md, "AWS credentials and
 //! TLS roots", states the trade.
 //!
 //! Anywhere else (the local server, the emulator, a laptop with
 //! profiles or SSO) the default chains and the system's roots stay: they
 //! are what users expect.
+
+use std::collections::HashMap;
 
 use aws_config::{BehaviorVersion, ConfigLoader, Region, SdkConfig, environment::EnvironmentVariableCredentialsProvider};
 use aws_smithy_http_client::{
@@ -54,27 +58,46 @@ pub struct SdkEnvironment {
 /// Amazon Trust Services' roots (the file names each with its fingerprint).
 const AMAZON_ROOTS: &[u8] = include_bytes!("amazon_roots.pem");
 
-/// Region prefixes of the partitions other than aws, whose endpoints are
-/// not known here to chain to Amazon Trust Services.
-const OTHER_PARTITIONS: [&str; 5] = ["cn-", "us-gov-", "us-iso", "eu-isoe-", "eusc-"];
+/// The first part of the aws partition's region names (its `regionRegex`
+/// in the SDK's partitions.json: `^(us|eu|ap|sa|ca|me|af|il|mx)-\w+-\d+$`).
+/// Region names of other partitions have another first part or more parts
+/// (`cn-north-1`, `us-gov-west-1`, `eu-isoe-west-1`).
+const AWS_PARTITION_AREAS: [&str; 9] = ["us", "eu", "ap", "sa", "ca", "me", "af", "il", "mx"];
+
+/// Whether `region` is of the aws partition, whose endpoints chain to
+/// Amazon Trust Services. Unknown shapes are not: they keep the system's
+/// store, which fails safe for a partition that does not exist yet.
+fn in_aws_partition(region: &str) -> bool {
+    let parts: Vec<&str> = region.split('-').collect();
+    matches!(parts.as_slice(), [area, place, number]
+        if AWS_PARTITION_AREAS.contains(area)
+            && !place.is_empty() && place.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !number.is_empty() && number.chars().all(|c| c.is_ascii_digit()))
+}
 
 impl SdkEnvironment {
     /// Read once at start. The error names `SSL_CERT_FILE` when its file
     /// cannot be read or holds a certificate that is not a usable root.
     pub fn from_env() -> Result<Self, String> {
-        Self::from_lookup(mcp_stateless::detect_mode(), |name| std::env::var(name).ok())
+        // `vars()` would panic on a variable that is not UTF-8; such a one
+        // is none of those read here.
+        let variables = std::env::vars_os().filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)));
+        Self::from_variables(mcp_stateless::detect_mode(), variables)
     }
 
-    /// The same in `mode`, from any source of variables (tests).
-    pub fn from_lookup(mode: Mode, lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
-        let variables = Variables::new(lookup);
+    /// The same in `mode`, from any set of variables (tests).
+    pub fn from_variables(mode: Mode, variables: impl IntoIterator<Item = (String, String)>) -> Result<Self, String> {
+        let all: HashMap<String, String> = variables.into_iter().filter(|(_, value)| !value.is_empty()).collect();
+        let variables = Variables::new(|name| all.get(name).cloned());
         let on_lambda = mode == Mode::Lambda;
         let role_credentials = variables.text("AWS_ACCESS_KEY_ID").is_some() && variables.text("AWS_SECRET_ACCESS_KEY").is_some();
         let lambda_region = if on_lambda && role_credentials { variables.text("AWS_REGION") } else { None };
-        let aws_partition =
-            variables.text("AWS_REGION").is_some_and(|region| !OTHER_PARTITIONS.iter().any(|prefix| region.starts_with(prefix)));
-        let roots = if on_lambda && aws_partition && variables.text("SSL_CERT_DIR").is_none() {
-            Some(amazon_roots_and(variables.text("SSL_CERT_FILE"))?)
+        let aws_partition = variables.text("AWS_REGION").is_some_and(|region| in_aws_partition(&region));
+        // Taken as given, as the system-store loader would take it.
+        let added = all.get("SSL_CERT_FILE").cloned();
+        let other_endpoint = all.keys().any(|name| name.starts_with("AWS_ENDPOINT_URL"));
+        let roots = if on_lambda && aws_partition && !all.contains_key("SSL_CERT_DIR") && (added.is_some() || !other_endpoint) {
+            Some(amazon_roots_and(added)?)
         } else {
             None
         };
@@ -106,8 +129,10 @@ impl SdkEnvironment {
 }
 
 /// Amazon's roots, and those of the PEM file at `added` (`SSL_CERT_FILE`).
-/// Every certificate is checked here as the SDK's client will take it,
-/// which would abort the process at the first AWS call on one it cannot.
+/// Every certificate is checked here as the SDK's client will take it: it
+/// panics on one it cannot, which would abort the process when the first
+/// SDK client is built, with no word on which variable was wrong. (The
+/// system-store loader skipped such a certificate; here it stops the start.)
 fn amazon_roots_and(added: Option<String>) -> Result<TlsContext, String> {
     let mut pem = AMAZON_ROOTS.to_vec();
     if let Some(path) = added {
@@ -137,8 +162,14 @@ fn check_roots(pem: &[u8]) -> Result<usize, String> {
 
 /// The SDK's default HTTPS client, trusting `roots`: built as
 /// aws-smithy-runtime builds its default (rustls on aws-lc, the SDK's
-/// timeouts and sleep, the environment's proxy settings), which
-/// `build_https` would not (it leaves proxies off).
+/// timeouts and sleep, the environment's proxy settings, as for
+/// `BehaviorVersion::latest()`), which `build_https` would not (it leaves
+/// proxies off). `build_with_connector_fn` is hidden from the crate's docs:
+/// the exact pin of aws-smithy-http-client (Cargo.toml) moves with
+/// aws-smithy-runtime's, and this is checked against its default then.
+/// Every SDK client built from the configuration shares this one client,
+/// its connection pool and its TLS configuration. (The return type is the
+/// SDK's shared one, which every service crate re-exports.)
 fn https_client(roots: TlsContext) -> aws_sdk_kms::config::SharedHttpClient {
     Builder::new().build_with_connector_fn(move |settings, components| {
         let mut connector = ConnectorBuilder::default().tls_provider(Provider::Rustls(CryptoMode::AwsLc)).tls_context(roots.clone());
@@ -179,15 +210,16 @@ pub fn loader_for(limits: &CallLimits, environment: &SdkEnvironment) -> ConfigLo
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use aws_config::Region;
 
     use super::*;
 
-    fn environment_in(mode: Mode, pairs: &[(&str, &str)]) -> SdkEnvironment {
-        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        SdkEnvironment::from_lookup(mode, move |name| map.get(name).cloned()).expect("a usable SDK environment")
+    fn pairs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn environment_in(mode: Mode, variables: &[(&str, &str)]) -> SdkEnvironment {
+        SdkEnvironment::from_variables(mode, pairs(variables)).expect("a usable SDK environment")
     }
 
     fn environment(pairs: &[(&str, &str)]) -> SdkEnvironment {
@@ -235,41 +267,62 @@ mod tests {
 
     #[test]
     fn on_lambda_in_the_aws_partition_tls_trusts_amazons_roots() {
-        let lambda = environment(LAMBDA);
-        assert!(lambda.trusts_amazon_roots());
-        // The system's store is not read as well.
-        let store = format!("{:?}", lambda.roots.expect("Amazon's roots"));
-        assert!(store.contains("enable_native_roots: false"), "{store}");
-        // Locally; with a CA directory named; in another partition: the
-        // system's store, as before.
+        // That the system's store is not read beside them: tests/aws_roots.rs.
+        assert!(environment(LAMBDA).trusts_amazon_roots());
+        // Locally; with a CA directory named; in a region of another
+        // partition, or of none known; with another endpoint named and no
+        // root to trust it by: the system's store, as before.
         assert!(!environment_in(Mode::Local, LAMBDA).trusts_amazon_roots());
-        assert!(
-            !environment(&[LAMBDA[0], LAMBDA[1], ("AWS_REGION", "eu-west-1"), ("SSL_CERT_DIR", "/etc/ssl/certs")]).trusts_amazon_roots()
-        );
-        for region in ["cn-north-1", "us-gov-west-1", "us-isob-east-1", "eusc-de-east-1"] {
-            assert!(!environment(&[LAMBDA[0], LAMBDA[1], ("AWS_REGION", region)]).trusts_amazon_roots(), "{region}");
+        let with = |extra: &[(&'static str, &'static str)]| environment(&[LAMBDA, extra].concat()).trusts_amazon_roots();
+        assert!(!with(&[("SSL_CERT_DIR", "/etc/ssl/certs")]));
+        for region in
+            ["cn-north-1", "us-gov-west-1", "us-iso-east-1", "us-isob-east-1", "eu-isoe-west-1", "eusc-de-east-1", "xx-new-1", "eu-west"]
+        {
+            assert!(!with(&[("AWS_REGION", region)]), "{region}");
         }
+        for region in ["us-east-1", "ap-southeast-5", "il-central-1", "mx-central-1"] {
+            assert!(with(&[("AWS_REGION", region)]), "{region}");
+        }
+        assert!(!with(&[("AWS_ENDPOINT_URL", "https://localhost.localstack.cloud:4566")]));
+        assert!(!with(&[("AWS_ENDPOINT_URL_DYNAMODB", "https://dynamodb.example.com")]));
     }
 
     #[test]
-    fn ssl_cert_file_adds_roots_and_a_bad_one_stops_the_start() {
+    fn ssl_cert_file_is_checked_at_start() {
         let dir = std::env::temp_dir().join(format!("mcp-aws-roots-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let good = dir.join("good.pem");
-        std::fs::write(&good, &AMAZON_ROOTS[AMAZON_ROOTS.windows(5).position(|w| w == b"-----").unwrap()..]).unwrap();
-        let bad = dir.join("bad.pem");
-        std::fs::write(&bad, "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").unwrap();
-        let with = |file: &std::path::Path| {
-            let file = file.to_str().unwrap().to_owned();
-            let pairs: HashMap<String, String> =
-                LAMBDA.iter().map(|(k, v)| (k.to_string(), v.to_string())).chain([("SSL_CERT_FILE".into(), file)]).collect();
-            SdkEnvironment::from_lookup(Mode::Lambda, move |name| pairs.get(name).cloned())
+        let first_root = &AMAZON_ROOTS[AMAZON_ROOTS.windows(5).position(|w| w == b"-----").unwrap()..];
+        let end = first_root.windows(25).position(|w| w == b"-----END CERTIFICATE-----").unwrap() + 25;
+        let files = [
+            ("one.pem", first_root[..end].to_vec()),
+            ("bad.pem", b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".to_vec()),
+            ("garbled.pem", b"-----BEGIN CERTIFICATE-----\n%%%\n-----END CERTIFICATE-----\n".to_vec()),
+            ("empty.pem", b"no certificate here\n".to_vec()),
+        ];
+        for (name, bytes) in &files {
+            std::fs::write(dir.join(name), bytes).unwrap();
+        }
+        assert_eq!(check_roots(&files[0].1), Ok(1));
+        let with = |name: &str| {
+            let file = dir.join(name).to_str().unwrap().to_owned();
+            SdkEnvironment::from_variables(Mode::Lambda, pairs(LAMBDA).into_iter().chain([("SSL_CERT_FILE".to_owned(), file)]))
         };
-        assert!(with(&good).expect("five more roots").trusts_amazon_roots());
-        let refused = with(&bad).expect_err("a certificate that is no root");
-        assert!(refused.starts_with("SSL_CERT_FILE (") && refused.contains("certificate 1"), "{refused}");
-        let missing = with(&dir.join("absent.pem")).expect_err("no such file");
-        assert!(missing.contains("cannot be read"), "{missing}");
+        assert!(with("one.pem").expect("one more root").trusts_amazon_roots());
+        // With SSL_CERT_FILE naming its roots, another endpoint may be used.
+        let file = dir.join("one.pem").to_str().unwrap().to_owned();
+        let proxied = pairs(LAMBDA)
+            .into_iter()
+            .chain([("SSL_CERT_FILE".to_owned(), file), ("AWS_ENDPOINT_URL".to_owned(), "https://proxy".to_owned())]);
+        assert!(SdkEnvironment::from_variables(Mode::Lambda, proxied).unwrap().trusts_amazon_roots());
+        for (name, why) in [
+            ("bad.pem", "certificate 1 is not a usable root"),
+            ("garbled.pem", "certificate 1 is not PEM"),
+            ("empty.pem", "no certificate in it"),
+            ("absent.pem", "cannot be read"),
+        ] {
+            let refused = with(name).expect_err(name);
+            assert!(refused.starts_with("SSL_CERT_FILE (") && refused.contains(why), "{name}: {refused}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
