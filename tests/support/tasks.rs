@@ -21,7 +21,15 @@ pub fn tasks_capable() -> Value {
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 pub struct Nothing {}
 
-async fn always_panics(_: Nothing, _run: TaskRun) -> Result<TaskStep, ErrorData> {
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct PanicAfter {
+    /// How long the run lasts before it panics.
+    #[serde(default)]
+    after_ms: u64,
+}
+
+async fn always_panics(arguments: PanicAfter, _run: TaskRun) -> Result<TaskStep, ErrorData> {
+    tokio::time::sleep(Duration::from_millis(arguments.after_ms)).await;
     panic!("always_panics panicked, as it always does")
 }
 
@@ -35,7 +43,7 @@ async fn always_aborts(_: Nothing, _run: TaskRun) -> Result<TaskStep, ErrorData>
 /// one panics (unwinding, as in a debug build), one aborts the process.
 pub fn task_fixtures() -> TaskTools {
     everything::task_tools()
-        .with(TaskTool::new("always_panics", "Panics in every run", TaskSupport::Required, always_panics))
+        .with(TaskTool::new("always_panics", "Panics in every run, after after_ms", TaskSupport::Required, always_panics))
         .with(TaskTool::new("always_aborts", "Aborts the process in every run", TaskSupport::Required, always_aborts))
 }
 

@@ -168,9 +168,13 @@ pub(crate) async fn serve_lambda(worker: TaskWorker, dead_letter_arn: Option<Str
 /// what should be retried for the visibility timeout to bring back.
 ///
 /// Unlike Lambda (whose queue's visibility timeout outlasts the function's
-/// timeout), a local run has no time limit: the message's visibility is
-/// extended while it runs, so the local queue can use a short timeout and a
-/// killed worker's message comes back within seconds.
+/// timeout), a local run has no time limit: each message is received
+/// invisible for [`VISIBILITY_EXTENSION`], pushed back while it runs, so a
+/// killed worker's message comes back within seconds whatever the queue's
+/// own timeout. Received with the queue's timeout instead, a run longer
+/// than it would be delivered again mid-run; the copy would find the task
+/// leased and be deleted, and a retry the run then asked for would be lost
+/// with it.
 pub async fn poll_queues(worker: TaskWorker, client: Client, queue_url: String, dead_letter_url: Option<String>) {
     let tasks = poll(worker.clone(), client.clone(), queue_url, Source::TaskQueue);
     match dead_letter_url {
@@ -189,6 +193,7 @@ async fn poll(worker: TaskWorker, client: Client, queue_url: String, source: Sou
             .queue_url(&queue_url)
             .max_number_of_messages(10)
             .wait_time_seconds(1)
+            .visibility_timeout(VISIBILITY_EXTENSION.as_secs() as i32)
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .send()
             .await;
