@@ -2,16 +2,19 @@
 //! (`mcp_aws::SdkEnvironment`, SECURITY.md "AWS credentials and TLS
 //! roots"): Amazon's roots, compiled in, and those `SSL_CERT_FILE` adds.
 //!
-//! A KMS call goes over real TLS to a local server whose certificate a
-//! throwaway CA signed (`tests/fixtures/tls`: the CA's certificate, and the
-//! `localhost` leaf with its key, both valid until 2126; the CA's own key
-//! was thrown away). With the CA added through the environment the
-//! function is given (not this process's), the call is answered: the SDK
-//! uses the client built from it. Without, the handshake is refused and no
-//! request goes out, and that holds in a process whose own `SSL_CERT_FILE`
-//! makes the system-store client trust the server.
+//! A KMS call goes over real TLS to a local server whose `localhost`
+//! certificate a throwaway CA signed, both made when the test process
+//! starts (the CA's key is never written down). With the CA added through
+//! the environment the function is given (not this process's), the call is
+//! answered: the SDK uses the client built from it. Without, the handshake
+//! is refused and no request goes out, and that holds in a process whose
+//! own `SSL_CERT_FILE` makes the system-store client trust the server.
 
-use std::{collections::HashMap, path::PathBuf, sync::Arc};
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::{Arc, OnceLock},
+};
 
 use mcp_aws::{CallLimits, SdkEnvironment};
 use mcp_stateless::Mode;
@@ -21,8 +24,36 @@ use tokio::{
     net::TcpListener,
 };
 
+/// Set for the copy of this test binary that one test starts: the folder
+/// of the parent's CA and leaf, which the copy serves and trusts too.
+const CHILD: &str = "MCP_AWS_ROOTS_TEST_CHILD";
+
+/// The folder holding `ca.pem` (what `SSL_CERT_FILE` names), `leaf.pem`
+/// and `leaf.key`, under the build's scratch folder, made once a process.
+fn pki() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Some(parents) = std::env::var_os(CHILD) {
+            return parents.into();
+        }
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("aws-roots-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.distinguished_name.push(rcgen::DnType::CommonName, "mcp-lambda test CA (throwaway)");
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Constrained(0));
+        ca.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign];
+        let ca = rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().unwrap()).unwrap();
+        let leaf_key = rcgen::KeyPair::generate().unwrap();
+        let leaf = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap().signed_by(&leaf_key, &ca).unwrap();
+        std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+        std::fs::write(dir.join("leaf.pem"), leaf.pem()).unwrap();
+        std::fs::write(dir.join("leaf.key"), leaf_key.serialize_pem()).unwrap();
+        dir
+    })
+}
+
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/tls").join(name)
+    pki().join(name)
 }
 
 /// `https://localhost:<port>`, answering every request with an empty KMS
@@ -120,9 +151,6 @@ async fn a_root_added_by_ssl_cert_file_is_trusted() {
     assert_eq!(answered.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 
-/// Set for the copy of this test binary that the next test starts.
-const CHILD: &str = "MCP_AWS_ROOTS_TEST_CHILD";
-
 /// The system's store is not read on the Amazon-roots path: in a process
 /// whose own `SSL_CERT_FILE` names the throwaway CA (this test binary
 /// again, so no variable of this one changes), the system-store client
@@ -131,7 +159,7 @@ const CHILD: &str = "MCP_AWS_ROOTS_TEST_CHILD";
 fn the_systems_store_is_not_read_beside_amazons_roots() {
     let child = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "refused_although_the_systems_store_would_trust_it", "--include-ignored", "--test-threads", "1"])
-        .env(CHILD, "1")
+        .env(CHILD, pki())
         .env("SSL_CERT_FILE", fixture("ca.pem"))
         .output()
         .unwrap();
