@@ -101,8 +101,8 @@ def ensure_key(kms, template, stack):
 
 
 # Lambda's queue hides a message for six worker timeouts; the local worker
-# instead extends a running message's visibility as it goes, so a short
-# timeout brings a killed worker's message back within seconds.
+# sets each message's visibility itself when it takes it and renews it as the
+# run goes, so the queue's own timeout is only a fallback, kept short.
 LOCAL_VISIBILITY_TIMEOUT = 5
 # A worker's claim on a task lapses this fast locally, so a retry can take over.
 LOCAL_LEASE_SECONDS = 3

@@ -3,8 +3,8 @@
 //! roots"): Amazon's roots, compiled in, and those `SSL_CERT_FILE` adds.
 //!
 //! A KMS call goes over real TLS to a local server whose `localhost`
-//! certificate a throwaway CA signed, both made when the test process
-//! starts (the CA's key is never written down). With the CA added through
+//! certificate a throwaway CA signed, both made when first needed (no key
+//! is written down). With the CA added through
 //! the environment the function is given (not this process's), the call is
 //! answered: the SDK uses the client built from it. Without, the handshake
 //! is refused and no request goes out, and that holds in a process whose
@@ -12,7 +12,7 @@
 
 use std::{
     collections::HashMap,
-    path::{Path, PathBuf},
+    path::PathBuf,
     sync::{Arc, OnceLock},
 };
 
@@ -24,43 +24,47 @@ use tokio::{
     net::TcpListener,
 };
 
-/// Set for the copy of this test binary that one test starts: the folder
-/// of the parent's CA and leaf, which the copy serves and trusts too.
+/// Set for the copy of this test binary that one test starts: the
+/// parent's [`Pki`], as JSON, which the copy serves and trusts too.
 const CHILD: &str = "MCP_AWS_ROOTS_TEST_CHILD";
 
-/// The folder holding `ca.pem` (what `SSL_CERT_FILE` names), `leaf.pem`
-/// and `leaf.key`, under the build's scratch folder, made once a process.
-fn pki() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
+/// A throwaway CA and the `localhost` leaf it signed, made at first use in
+/// a process (the CA's key is dropped once the leaf is signed). Only the
+/// CA's certificate is written down, for `SSL_CERT_FILE` to name; the leaf's
+/// key stays in memory, or in the child's environment.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Pki {
+    ca_file: PathBuf,
+    leaf_pem: String,
+    key_pem: String,
+}
+
+fn pki() -> &'static Pki {
+    static PKI: OnceLock<Pki> = OnceLock::new();
+    PKI.get_or_init(|| {
         if let Some(parents) = std::env::var_os(CHILD) {
-            return parents.into();
+            return serde_json::from_str(parents.to_str().unwrap()).unwrap();
         }
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("aws-roots-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
         let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
         ca.distinguished_name.push(rcgen::DnType::CommonName, "mcp-lambda test CA (throwaway)");
         ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Constrained(0));
         ca.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign];
         let ca = rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().unwrap()).unwrap();
         let leaf_key = rcgen::KeyPair::generate().unwrap();
-        let leaf = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap().signed_by(&leaf_key, &ca).unwrap();
-        std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
-        std::fs::write(dir.join("leaf.pem"), leaf.pem()).unwrap();
-        std::fs::write(dir.join("leaf.key"), leaf_key.serialize_pem()).unwrap();
-        dir
+        let mut leaf = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        leaf.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        let leaf = leaf.signed_by(&leaf_key, &ca).unwrap();
+        let ca_file = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("aws-roots-ca-{}.pem", std::process::id()));
+        std::fs::write(&ca_file, ca.pem()).unwrap();
+        Pki { ca_file, leaf_pem: leaf.pem(), key_pem: leaf_key.serialize_pem() }
     })
-}
-
-fn fixture(name: &str) -> PathBuf {
-    pki().join(name)
 }
 
 /// `https://localhost:<port>`, answering every request with an empty KMS
 /// `ListKeys` result; how many requests it answered.
 async fn kms_over_tls() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
-    let certificates = CertificateDer::pem_file_iter(fixture("leaf.pem")).unwrap().collect::<Result<Vec<_>, _>>().unwrap();
-    let key = PrivateKeyDer::from_pem_file(fixture("leaf.key")).unwrap();
+    let certificates = CertificateDer::pem_slice_iter(pki().leaf_pem.as_bytes()).collect::<Result<Vec<_>, _>>().unwrap();
+    let key = PrivateKeyDer::from_pem_slice(pki().key_pem.as_bytes()).unwrap();
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
         .with_safe_default_protocol_versions()
         .unwrap()
@@ -145,7 +149,7 @@ async fn list_keys(environment: &SdkEnvironment, endpoint: &str) -> Result<usize
 #[tokio::test]
 async fn a_root_added_by_ssl_cert_file_is_trusted() {
     let (endpoint, answered) = kms_over_tls().await;
-    let environment = lambda(Some(fixture("ca.pem")));
+    let environment = lambda(Some(pki().ca_file.clone()));
     assert!(environment.trusts_amazon_roots());
     assert_eq!(list_keys(&environment, &endpoint).await, Ok(0));
     assert_eq!(answered.load(std::sync::atomic::Ordering::SeqCst), 1);
@@ -159,8 +163,8 @@ async fn a_root_added_by_ssl_cert_file_is_trusted() {
 fn the_systems_store_is_not_read_beside_amazons_roots() {
     let child = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "refused_although_the_systems_store_would_trust_it", "--include-ignored", "--test-threads", "1"])
-        .env(CHILD, pki())
-        .env("SSL_CERT_FILE", fixture("ca.pem"))
+        .env(CHILD, serde_json::to_string(pki()).unwrap())
+        .env("SSL_CERT_FILE", &pki().ca_file)
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&child.stdout);

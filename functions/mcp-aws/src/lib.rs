@@ -161,7 +161,7 @@ pub async fn run_worker(tools: TaskTools) -> Result<(), StartError> {
             worker_entry::serve_lambda(worker, settings.dead_letter_queue_arn, retries).await.map_err(StartError::Lambda)
         }
         Mode::Local => {
-            worker_entry::poll_queues(worker, sqs, queue_url.clone(), settings.dead_letter_queue_url).await;
+            worker_entry::poll_queues(worker, sqs, queue_url.clone(), settings.dead_letter_queue_url, &limits).await;
             Ok(())
         }
     }

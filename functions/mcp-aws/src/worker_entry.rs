@@ -12,6 +12,8 @@ use aws_sdk_sqs::{Client, types::MessageSystemAttributeName};
 use mcp_stateless::tasks::{Disposition, TaskWorker, queue::TaskMessage, timings::retry_delay};
 use serde::{Deserialize, Serialize};
 
+use crate::CallLimits;
+
 /// An SQS event as Lambda's event source mapping delivers it, read only as
 /// far as the worker needs.
 #[derive(Debug, Default, Deserialize)]
@@ -169,23 +171,25 @@ pub(crate) async fn serve_lambda(worker: TaskWorker, dead_letter_arn: Option<Str
 ///
 /// Unlike Lambda (whose queue's visibility timeout outlasts the function's
 /// timeout), a local run has no time limit: each message is received
-/// invisible for [`VISIBILITY_EXTENSION`], pushed back while it runs, so a
-/// killed worker's message comes back within seconds whatever the queue's
-/// own timeout. Received with the queue's timeout instead, a run longer
-/// than it would be delivered again mid-run; the copy would find the task
-/// leased and be deleted, and a retry the run then asked for would be lost
-/// with it.
-pub async fn poll_queues(worker: TaskWorker, client: Client, queue_url: String, dead_letter_url: Option<String>) {
-    let tasks = poll(worker.clone(), client.clone(), queue_url, Source::TaskQueue);
+/// invisible for [`visibility_hold`] and pushed back while it runs,
+/// whatever the queue's own timeout. Received with the queue's timeout
+/// instead, a run longer than it would be delivered again mid-run; the copy
+/// would find the task leased and be deleted, and a retry the run then
+/// asked for would be lost with it. A killed worker's task does not wait
+/// for its message: its lease lapses and the next `tasks/get` sends it
+/// again.
+pub async fn poll_queues(worker: TaskWorker, client: Client, queue_url: String, dead_letter_url: Option<String>, limits: &CallLimits) {
+    let hold = visibility_hold(limits);
+    let tasks = poll(worker.clone(), client.clone(), queue_url, Source::TaskQueue, hold);
     match dead_letter_url {
         Some(url) => {
-            tokio::join!(tasks, poll(worker, client, url, Source::DeadLetterQueue));
+            tokio::join!(tasks, poll(worker, client, url, Source::DeadLetterQueue, hold));
         }
         None => tasks.await,
     }
 }
 
-async fn poll(worker: TaskWorker, client: Client, queue_url: String, source: Source) {
+async fn poll(worker: TaskWorker, client: Client, queue_url: String, source: Source, hold: Duration) {
     tracing::info!(queue = %queue_url, ?source, "polling");
     loop {
         let received = client
@@ -193,7 +197,7 @@ async fn poll(worker: TaskWorker, client: Client, queue_url: String, source: Sou
             .queue_url(&queue_url)
             .max_number_of_messages(10)
             .wait_time_seconds(1)
-            .visibility_timeout(VISIBILITY_EXTENSION.as_secs() as i32)
+            .visibility_timeout(hold.as_secs() as i32)
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .send()
             .await;
@@ -218,7 +222,7 @@ async fn poll(worker: TaskWorker, client: Client, queue_url: String, source: Sou
                 let receipt = message.receipt_handle.unwrap_or_default();
                 let disposition = tokio::select! {
                     disposition = handle_message(&worker, source, &body, count, None) => disposition,
-                    never = keep_invisible(&client, &queue_url, &receipt) => match never {},
+                    never = keep_invisible(&client, &queue_url, &receipt, hold) => match never {},
                 };
                 if disposition == Disposition::Retry {
                     if source == Source::TaskQueue {
@@ -232,18 +236,25 @@ async fn poll(worker: TaskWorker, client: Client, queue_url: String, source: Sou
     }
 }
 
-/// How far ahead a running message's visibility is pushed, and how often.
-const VISIBILITY_EXTENSION: Duration = Duration::from_secs(10);
+/// How often a running message's visibility is pushed back.
 const VISIBILITY_RENEWAL: Duration = Duration::from_secs(3);
 
-async fn keep_invisible(client: &Client, queue_url: &str, receipt: &str) -> std::convert::Infallible {
+/// How long a message stays invisible from its receipt or a renewal: past
+/// the next renewal's landing even when one renewal failed after its whole
+/// operation timeout (30 s against the local emulator) and the next takes
+/// as long.
+fn visibility_hold(limits: &CallLimits) -> Duration {
+    VISIBILITY_RENEWAL + limits.operation * 2
+}
+
+async fn keep_invisible(client: &Client, queue_url: &str, receipt: &str, hold: Duration) -> std::convert::Infallible {
     loop {
         tokio::time::sleep(VISIBILITY_RENEWAL).await;
         let extended = client
             .change_message_visibility()
             .queue_url(queue_url)
             .receipt_handle(receipt)
-            .visibility_timeout(VISIBILITY_EXTENSION.as_secs() as i32)
+            .visibility_timeout(hold.as_secs() as i32)
             .send()
             .await;
         if let Err(error) = extended {
