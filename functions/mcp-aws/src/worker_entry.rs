@@ -171,8 +171,9 @@ pub(crate) async fn serve_lambda(worker: TaskWorker, dead_letter_arn: Option<Str
 ///
 /// Unlike Lambda (whose queue's visibility timeout outlasts the function's
 /// timeout), a local run has no time limit: each message is received
-/// invisible for [`visibility_hold`] and pushed back while it runs,
-/// whatever the queue's own timeout. Received with the queue's timeout
+/// invisible for a hold (its renewal interval plus two of `limits`'
+/// operation timeouts) and pushed back while it runs, whatever the
+/// queue's own timeout. Received with the queue's timeout
 /// instead, a run longer than it would be delivered again mid-run; the copy
 /// would find the task leased and be deleted, and a retry the run then
 /// asked for would be lost with it. A killed worker's task does not wait
