@@ -16,13 +16,14 @@ use std::{
     sync::{Arc, OnceLock},
 };
 
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{server::conn::http1, service::service_fn};
+use hyper_util::rt::TokioIo;
 use mcp_aws::{CallLimits, SdkEnvironment};
 use mcp_stateless::Mode;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpListener,
-};
+use tokio::net::TcpListener;
 
 /// Set for the copy of this test binary that one test starts: the
 /// parent's [`Pki`], as JSON, which the copy serves and trusts too.
@@ -82,35 +83,18 @@ async fn kms_over_tls() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
             let count = count.clone();
             tokio::spawn(async move {
                 // A refused handshake ends here, which is what one test wants.
-                let Ok(mut tls) = acceptor.accept(stream).await else { return };
-                let mut request = Vec::new();
-                let mut buffer = [0u8; 4096];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") || !body_complete(&request) {
-                    match tls.read(&mut buffer).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&buffer[..n]),
-                    }
-                }
-                let body = br#"{"Keys":[],"Truncated":false}"#;
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.1\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let _ = tls.write_all(&[head.as_bytes(), body].concat()).await;
-                let _ = tls.shutdown().await;
+                let Ok(tls) = acceptor.accept(stream).await else { return };
+                let service = service_fn(move |_request| {
+                    count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let mut response = http::Response::new(Full::new(Bytes::from_static(br#"{"Keys":[],"Truncated":false}"#)));
+                    response.headers_mut().insert(http::header::CONTENT_TYPE, "application/x-amz-json-1.1".parse().unwrap());
+                    async move { Ok::<_, std::convert::Infallible>(response) }
+                });
+                let _ = http1::Builder::new().serve_connection(TokioIo::new(tls), service).await;
             });
         }
     });
     (format!("https://localhost:{port}"), answered)
-}
-
-/// Whether `request` holds its whole body (by its content-length).
-fn body_complete(request: &[u8]) -> bool {
-    let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") else { return false };
-    let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
-    let length = head.lines().find_map(|line| line.strip_prefix("content-length:")).and_then(|v| v.trim().parse::<usize>().ok());
-    request.len() >= end + 4 + length.unwrap_or(0)
 }
 
 /// The SDK environment of a Lambda in eu-west-1, with `SSL_CERT_FILE` when given.
