@@ -115,15 +115,19 @@ async fn removed_and_unknown_methods_are_404_method_not_found() {
     }
 }
 
-/// docs/reference.md's rules table says so: without an `Accept` naming both
-/// media types of the transport, rmcp answers 406.
+/// docs/reference.md's rules table says so: an `Accept` that does not name
+/// both media types of the transport gets 406 from rmcp (none at all is
+/// answered as JSON: tests/client_shapes.rs).
 #[tokio::test]
 async fn a_request_without_the_transports_accept_header_is_406() {
     let addr = server().await;
     let call = request(3, "tools/list", json!({}), json!({}));
-    let headers: Vec<(String, String)> = standard_headers(&call).into_iter().filter(|(name, _)| name != "accept").collect();
-    let reply = send(addr, "POST", &headers, call.to_string().into_bytes()).await;
-    assert_eq!(reply.status, 406);
+    for accept in ["application/json", "text/event-stream", "text/html"] {
+        let mut headers: Vec<(String, String)> = standard_headers(&call).into_iter().filter(|(name, _)| name != "accept").collect();
+        headers.push(("accept".into(), accept.into()));
+        let reply = send(addr, "POST", &headers, call.to_string().into_bytes()).await;
+        assert_eq!(reply.status, 406, "{accept}");
+    }
 }
 
 #[tokio::test]

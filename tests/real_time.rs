@@ -80,9 +80,7 @@ async fn the_buffered_transport_answers_whole_and_advertises_no_listen() {
     assert!(capabilities["tools"].get("listChanged").is_none(), "{capabilities}");
     assert!(capabilities["prompts"].get("listChanged").is_none(), "{capabilities}");
 
-    let listen = post(addr, &listen(2, json!({"toolsListChanged": true}), json!({}))).await;
-    assert_eq!(listen.status, 404);
-    assert_eq!(listen.json()["error"]["code"], -32601);
+    assert_listen_is_ended_at_once(addr).await;
 
     // Progress still reaches the client, with the answer, in one body.
     let body =
@@ -97,7 +95,7 @@ async fn the_buffered_transport_answers_whole_and_advertises_no_listen() {
 }
 
 #[tokio::test]
-async fn listen_turned_off_where_answers_stream_advertises_nothing_and_answers_method_not_found() {
+async fn listen_turned_off_where_answers_stream_advertises_nothing_and_ends_a_listen_at_once() {
     // MCP_LISTEN=off (the template's Listen=off) on the streaming transport.
     let addr = spawn(everything_with(deps_with(quick(false), Arc::default()), Transport::Streaming)).await;
     let discover = post(addr, &request(1, "server/discover", json!({}), json!({}))).await.json();
@@ -106,9 +104,24 @@ async fn listen_turned_off_where_answers_stream_advertises_nothing_and_answers_m
         assert!(capabilities[list].get("listChanged").is_none(), "{capabilities}");
     }
     assert!(capabilities["resources"].get("subscribe").is_none(), "{capabilities}");
-    let listen = post(addr, &listen(2, json!({"toolsListChanged": true}), json!({}))).await;
-    let message = listen.message();
-    assert_eq!(message["error"]["code"], -32601, "{message}");
+    assert_listen_is_ended_at_once(addr).await;
+}
+
+/// Where streams are not served, a listen is acknowledged with nothing
+/// honoured and ended at once with its completion result, both in one
+/// answer, so a client that listens before it lists (Antigravity) goes on
+/// to its tools: what such a client does, listen then `tools/list`.
+async fn assert_listen_is_ended_at_once(addr: std::net::SocketAddr) {
+    let listened = post(addr, &listen(2, json!({"toolsListChanged": true, "resourceSubscriptions": ["test://x"]}), json!({}))).await;
+    assert_eq!(listened.status, 200);
+    let messages = listened.messages();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0]["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(messages[0]["params"]["notifications"], json!({}), "nothing honoured: {}", messages[0]);
+    assert_eq!((messages[1]["id"].as_i64(), messages[1]["result"]["resultType"].as_str()), (Some(2), Some("complete")));
+    assert_eq!(messages[1]["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 2);
+    let listed = post(addr, &request(3, "tools/list", json!({}), json!({}))).await;
+    assert!(listed.message()["result"]["tools"].is_array());
 }
 
 #[tokio::test]
@@ -275,14 +288,11 @@ async fn a_call_silent_until_the_deadline_is_stopped_with_an_error() {
 }
 
 #[tokio::test]
-async fn a_whole_answer_cannot_be_a_listen_stream_whatever_the_handler_advertises() {
+async fn a_whole_answer_ends_a_listen_at_once_whatever_the_handler_advertises() {
     // Listening is on in these dependencies; the edge answers whole.
     let endpoint = everything_with(deps_with(quick(true), Arc::default()), Transport::Buffered);
     let addr = spawn(endpoint).await;
-    let reply = post(addr, &listen(6, json!({"toolsListChanged": true}), json!({}))).await;
-    assert_eq!(reply.status, 404);
-    assert_eq!(reply.json()["error"]["code"], -32601);
-    assert_eq!(reply.json()["id"], 6);
+    assert_listen_is_ended_at_once(addr).await;
 }
 
 #[tokio::test]

@@ -29,13 +29,44 @@ pub enum Counter {
     /// A read of the mailbox a 2025-era call waits on for its client's
     /// answers.
     MailboxReads,
+    /// A request served at its `_meta` version though its
+    /// `MCP-Protocol-Version` header named another version this server
+    /// speaks (`edge::tolerance`).
+    ToleratedVersionMismatch,
+    /// An `MCP-Protocol-Version` header that repeated one value.
+    ToleratedRepeatedVersion,
+    /// A 2025-shaped request served at its session's version though its
+    /// header named a newer one.
+    ToleratedSessionVersion,
+    /// A POST with no `Accept` header, answered as JSON.
+    ToleratedMissingAccept,
 }
 
 impl Counter {
     /// Every counter, in the order the log line and the metric record
     /// name them.
-    pub const ALL: [Counter; 5] =
-        [Counter::KmsCalls, Counter::DataKeyCacheHits, Counter::ConditionalCheckFailures, Counter::StoreRetries, Counter::MailboxReads];
+    pub const ALL: [Counter; 9] = [
+        Counter::KmsCalls,
+        Counter::DataKeyCacheHits,
+        Counter::ConditionalCheckFailures,
+        Counter::StoreRetries,
+        Counter::MailboxReads,
+        Counter::ToleratedVersionMismatch,
+        Counter::ToleratedRepeatedVersion,
+        Counter::ToleratedSessionVersion,
+        Counter::ToleratedMissingAccept,
+    ];
+
+    /// Whether it counts a client shape the edge tolerated.
+    pub fn is_tolerance(self) -> bool {
+        matches!(
+            self,
+            Counter::ToleratedVersionMismatch
+                | Counter::ToleratedRepeatedVersion
+                | Counter::ToleratedSessionVersion
+                | Counter::ToleratedMissingAccept
+        )
+    }
 
     /// The metric's name in CloudWatch.
     pub fn name(self) -> &'static str {
@@ -45,13 +76,17 @@ impl Counter {
             Counter::ConditionalCheckFailures => "ConditionalCheckFailures",
             Counter::StoreRetries => "StoreRetries",
             Counter::MailboxReads => "MailboxReads",
+            Counter::ToleratedVersionMismatch => "ToleratedVersionMismatch",
+            Counter::ToleratedRepeatedVersion => "ToleratedRepeatedVersion",
+            Counter::ToleratedSessionVersion => "ToleratedSessionVersion",
+            Counter::ToleratedMissingAccept => "ToleratedMissingAccept",
         }
     }
 }
 
 /// The counts of one request.
 #[derive(Debug, Default)]
-pub struct Counts([AtomicU32; 5]);
+pub struct Counts([AtomicU32; Counter::ALL.len()]);
 
 impl Counts {
     /// How often `counter` was counted in the request so far.

@@ -4,7 +4,7 @@
 //! and the version header, params), and the request context they build.
 
 use bytes::Bytes;
-use http::{HeaderMap, Method, header};
+use http::{HeaderMap, HeaderValue, Method, header};
 use serde_json::Value;
 
 use crate::{
@@ -15,12 +15,13 @@ use crate::{
         policy::{EdgePolicy, MCP_PATH},
         protected_resource::ResourceMetadata,
         request_log::RequestLog,
+        tolerance::{self, AnswerAsJson, Tolerated, VERSION_HEADER},
     },
     protocol::{
         self, SUPPORTED_VERSIONS,
         context::{CallContext, EntryFacts, Principal},
     },
-    subscriptions::TaskIdsFilter,
+    subscriptions::{ListenNotServed, TaskIdsFilter},
 };
 
 /// What a request may do once admitted.
@@ -73,6 +74,8 @@ impl Admission<'_> {
         if facts.unidentified {
             return Err((EdgeError::Unidentified, None));
         }
+        // Before anything reads the version header.
+        let repeated_version = tolerance::one_version_header(request.headers_mut());
         if request.method() == Method::DELETE {
             return Ok(Admitted::EndSession(request, facts.principal));
         }
@@ -94,6 +97,19 @@ impl Admission<'_> {
             Value::Array(_) => return Err((EdgeError::Batch, None)),
             _ => return Err((EdgeError::NotAnObject, None)),
         };
+        // Noted once the client's name can be read; the marker goes, so a
+        // 2025-era request admitted again as the modern one it means is
+        // not counted twice.
+        let unsaid_accept = request.extensions_mut().remove::<AnswerAsJson>().is_some();
+        if repeated_version || unsaid_accept {
+            let client = tolerance::client_name(&object, request.headers());
+            if repeated_version {
+                tolerance::note(Tolerated::RepeatedVersion, client);
+            }
+            if unsaid_accept {
+                tolerance::note(Tolerated::MissingAccept, client);
+            }
+        }
         let id = object.get("id").cloned();
         if object.get("method").is_none() && legacy::is_answer(&object) {
             return Ok(Admitted::Answer(request, object, facts.principal));
@@ -131,15 +147,26 @@ impl Admission<'_> {
         if let Some(trace) = ctx.traceparent.as_deref().and_then(trace_id) {
             log.trace_id = Some(trace);
         }
-        check_version_header(request.headers(), &ctx).map_err(|e| (e, id.clone()))?;
+        if check_version_header(request.headers_mut(), &ctx).map_err(|e| (e, id.clone()))? {
+            tolerance::note(Tolerated::VersionMismatch, ctx.client_info.as_ref().and_then(|i| i.get("name")).and_then(Value::as_str));
+        }
         if let Some(reason) = protocol::params_misfit(method, object.get("params")) {
             return Err((EdgeError::Params(reason), id));
         }
         if method == "subscriptions/listen" {
             // A whole answer cannot hold a stream open, whatever the
-            // handler advertises.
+            // handler advertises: the listen is acknowledged and ended at
+            // once, both in the one answer (subscriptions::ListenNotServed).
             if !stream {
-                return Err((EdgeError::ListenNeedsStreaming, id));
+                // Nothing is honoured, whatever the handler would watch.
+                let mut object = object;
+                if let Some(params) = object.get_mut("params").and_then(Value::as_object_mut) {
+                    params.insert("notifications".into(), Value::Object(serde_json::Map::new()));
+                }
+                *request.body_mut() = Bytes::from(serde_json::to_vec(&object).unwrap_or_default());
+                request.extensions_mut().insert(ListenNotServed);
+                request.extensions_mut().insert(ctx.clone());
+                return Ok(Admitted::Request(request, ctx, id));
             }
             let task_ids = TaskIdsFilter::from_params(object.get("params"), &ctx).map_err(|e| (EdgeError::from(e), id.clone()))?;
             request.extensions_mut().insert(task_ids);
@@ -174,18 +201,26 @@ pub(super) fn is_json(headers: &HeaderMap) -> bool {
 
 /// basic/transports/streamable-http, "Protocol Version Header": the header is
 /// required and must agree with `_meta`; only then is support checked, so a
-/// mismatch is -32020 and an agreed but unknown version is -32022.
-fn check_version_header(headers: &HeaderMap, ctx: &CallContext) -> Result<(), EdgeError> {
-    let header = headers.get("mcp-protocol-version").map(|v| v.to_str().unwrap_or_default());
-    match header {
+/// mismatch is -32020 and an agreed but unknown version is -32022. One
+/// mismatch is tolerated (`tolerance.rs`): `_meta` naming a version this
+/// server serves and the header another it speaks. The header is then
+/// rewritten to `_meta`'s, as rmcp checks it too, and the answer is true.
+fn check_version_header(headers: &mut HeaderMap, ctx: &CallContext) -> Result<bool, EdgeError> {
+    let claimed = ctx.protocol_version.as_str();
+    let served = SUPPORTED_VERSIONS.iter().copied().find(|version| *version == claimed);
+    match headers.get(VERSION_HEADER).map(|v| v.to_str().unwrap_or_default()) {
         None => Err(EdgeError::HeaderMismatch("MCP-Protocol-Version header is required")),
-        Some(h) if h != ctx.protocol_version => {
-            Err(EdgeError::HeaderMismatch("MCP-Protocol-Version header does not match _meta protocolVersion"))
-        }
-        Some(_) if !SUPPORTED_VERSIONS.contains(&ctx.protocol_version.as_str()) => {
-            Err(EdgeError::UnsupportedVersion { requested: ctx.protocol_version.clone(), legacy: false })
-        }
-        Some(_) => Ok(()),
+        Some(h) if h == claimed => match served {
+            Some(_) => Ok(false),
+            None => Err(EdgeError::UnsupportedVersion { requested: ctx.protocol_version.clone(), legacy: false }),
+        },
+        Some(h) => match served {
+            Some(served) if tolerance::spoken(h) => {
+                headers.insert(VERSION_HEADER, HeaderValue::from_static(served));
+                Ok(true)
+            }
+            _ => Err(EdgeError::HeaderMismatch("MCP-Protocol-Version header does not match _meta protocolVersion")),
+        },
     }
 }
 

@@ -39,6 +39,7 @@ use crate::{
         rewrite::{FinalRewrite, Finished, Messages, SERVER_INFO_META, no_store},
         stamp,
         stream::{self, EdgeBody, Rewrite, STREAM_MARGIN, is_event_stream},
+        tolerance,
     },
     handles::memory::InMemoryHandleStore,
     metrics,
@@ -209,6 +210,18 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     }
 
     async fn respond(&self, mut request: http::Request<Bytes>, log: &mut RequestLog, stream: bool) -> Reply {
+        // A client that sent no Accept is answered whole, in JSON
+        // (tolerance.rs): it may not read an event stream.
+        if tolerance::accept_when_unsaid(&mut request) {
+            return match self.route(request, log, false).await {
+                Reply::Whole(response) => Reply::Whole(tolerance::answered_as_json(response)),
+                other => other,
+            };
+        }
+        self.route(request, log, stream).await
+    }
+
+    async fn route(&self, mut request: http::Request<Bytes>, log: &mut RequestLog, stream: bool) -> Reply {
         if let Some(verifier) = &self.bearer
             && request.uri().path() == MCP_PATH
         {

@@ -5,13 +5,16 @@
 //! version its `MCP-Protocol-Version` header names (2025-03-26 without
 //! one, as the 2025-11-25 transport says). A modern header on a request
 //! without the envelope stays modern, so it is refused as malformed
-//! (-32602), never half-served as legacy.
+//! (-32602), never half-served as legacy, unless it names a session: a
+//! 2025-era session's requests are served at the session's version
+//! whatever newer version the header names (`tolerance.rs`,
+//! [`Tolerated::SessionVersion`](super::tolerance::Tolerated)).
 
 use http::HeaderMap;
 use serde_json::{Map, Value};
 
 use crate::{
-    edge::error::EdgeError,
+    edge::{error::EdgeError, legacy::SESSION_HEADER},
     protocol::{LEGACY_DEFAULT_VERSION, LEGACY_VERSIONS, SUPPORTED_VERSIONS, context::META_PROTOCOL_VERSION},
 };
 
@@ -20,7 +23,8 @@ use crate::{
 pub(super) enum Claimed {
     Modern,
     /// With the version its header names (the session's, once opened,
-    /// takes precedence).
+    /// takes precedence: a modern version here is only ever a session's
+    /// request with a newer header).
     Legacy(&'static str),
 }
 
@@ -42,11 +46,17 @@ pub(super) fn of(method: &str, message: &Map<String, Value>, headers: &HeaderMap
     let header = headers.get("mcp-protocol-version").map(|v| v.to_str().unwrap_or_default());
     match header {
         None => Ok(Claimed::Legacy(LEGACY_DEFAULT_VERSION)),
-        Some(h) => match LEGACY_VERSIONS.iter().find(|known| **known == h) {
-            Some(known) => Ok(Claimed::Legacy(known)),
-            None if SUPPORTED_VERSIONS.contains(&h) => Ok(Claimed::Modern),
-            None => Err(EdgeError::UnsupportedVersion { requested: h.to_owned(), legacy: true }),
-        },
+        Some(h) => {
+            if let Some(known) = LEGACY_VERSIONS.iter().find(|known| **known == h) {
+                return Ok(Claimed::Legacy(known));
+            }
+            match SUPPORTED_VERSIONS.iter().find(|known| **known == h) {
+                // Tolerated: the session's version is served (legacy.rs).
+                Some(newer) if headers.contains_key(SESSION_HEADER) => Ok(Claimed::Legacy(newer)),
+                Some(_) => Ok(Claimed::Modern),
+                None => Err(EdgeError::UnsupportedVersion { requested: h.to_owned(), legacy: true }),
+            }
+        }
     }
 }
 
@@ -75,6 +85,11 @@ mod tests {
         assert_eq!(era("tools/list", json!({}), None).unwrap(), Claimed::Legacy("2025-03-26"));
         assert_eq!(era("tools/list", json!({}), Some("2025-06-18")).unwrap(), Claimed::Legacy("2025-06-18"));
         assert_eq!(era("tools/list", json!({}), Some("2026-07-28")).unwrap(), Claimed::Modern, "no envelope: -32602");
+        let message = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+        let mut in_session = HeaderMap::new();
+        in_session.insert("mcp-protocol-version", "2026-07-28".parse().unwrap());
+        in_session.insert(SESSION_HEADER, "v1.x".parse().unwrap());
+        assert_eq!(of("tools/list", message.as_object().unwrap(), &in_session).unwrap(), Claimed::Legacy("2026-07-28"), "the session's");
         assert_eq!(era("server/discover", json!({}), None).unwrap(), Claimed::Modern);
         assert!(matches!(era("tools/list", json!({}), Some("2024-11-05")), Err(EdgeError::UnsupportedVersion { .. })));
     }

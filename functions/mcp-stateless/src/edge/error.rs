@@ -80,16 +80,12 @@ pub(crate) enum EdgeError {
     /// the value is the `requiredCapabilities` object.
     #[error("Missing required client capability")]
     MissingCapability(Value),
-    /// `subscriptions/listen` where answers are whole (the buffered
-    /// transport): there is no stream to hold open.
-    #[error("Method not found: subscriptions/listen needs a streaming transport (Transport=streaming)")]
-    ListenNeedsStreaming,
 }
 
 impl EdgeError {
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::WrongPath | Self::Initialize { .. } | Self::ListenNeedsStreaming => StatusCode::NOT_FOUND,
+            Self::WrongPath | Self::Initialize { .. } => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::HostNotAllowed | Self::OriginNotAllowed => StatusCode::FORBIDDEN,
             Self::Unidentified => StatusCode::UNAUTHORIZED,
@@ -112,7 +108,7 @@ impl EdgeError {
             Self::Meta(_) | Self::Params(_) => code::INVALID_PARAMS,
             Self::HeaderMismatch(_) => code::HEADER_MISMATCH,
             Self::UnsupportedVersion { .. } => code::UNSUPPORTED_PROTOCOL_VERSION,
-            Self::Initialize { .. } | Self::ListenNeedsStreaming => code::METHOD_NOT_FOUND,
+            Self::Initialize { .. } => code::METHOD_NOT_FOUND,
             Self::MissingCapability(_) => code::MISSING_REQUIRED_CLIENT_CAPABILITY,
             _ => code::INVALID_REQUEST,
         }

@@ -21,7 +21,10 @@ use rmcp::model::JsonObject;
 use serde_json::{Map, Value, json};
 
 use crate::{
-    edge::error::{code, jsonrpc_error_response},
+    edge::{
+        error::{code, jsonrpc_error_response},
+        tolerance::{self, Tolerated},
+    },
     protocol::{
         LEGACY_VERSIONS, SUPPORTED_VERSIONS,
         capability_guard::missing_capabilities,
@@ -158,6 +161,14 @@ impl Legacy<'_> {
                 Err(error) => return Step::Answered(session_error(error, Some(id))),
             },
         };
+        if let Some((session, _)) = &opened
+            && SUPPORTED_VERSIONS.contains(&version)
+        {
+            // Its header named a newer version than the session's, which
+            // is what it is served at (era.rs).
+            let client = session.client_info.as_ref().and_then(|info| info.get("name")).and_then(Value::as_str);
+            tolerance::note(Tolerated::SessionVersion, client);
+        }
         let version = opened.as_ref().map_or(version.to_owned(), |(session, _)| session.protocol_version.clone());
         let params = message.get("params").cloned().unwrap_or_else(|| json!({}));
         let changed = match method.as_str() {

@@ -20,3 +20,4 @@ mod rewrite;
 pub mod sse;
 mod stamp;
 pub mod stream;
+mod tolerance;

@@ -180,10 +180,18 @@ impl RequestLog {
             conditional_check_failures = counts.get(Counter::ConditionalCheckFailures),
             store_retries = counts.get(Counter::StoreRetries),
             mailbox_reads = counts.get(Counter::MailboxReads),
+            tolerated = tolerated(counts),
             trace_id = self.trace_id.as_deref().unwrap_or("-"),
             "request"
         );
     }
+}
+
+/// The client shapes the edge tolerated in this request
+/// (`edge::tolerance`), by metric name, or `-`.
+fn tolerated(counts: &Counts) -> String {
+    let names: Vec<&str> = Counter::ALL.iter().filter(|c| c.is_tolerance() && counts.get(**c) > 0).map(|c| c.name()).collect();
+    if names.is_empty() { "-".into() } else { names.join(",") }
 }
 
 #[cfg(test)]

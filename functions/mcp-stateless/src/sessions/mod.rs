@@ -32,10 +32,15 @@ use crate::{
     storage::{Backoff, IdKind, ItemKey, StoreError},
 };
 
-/// How long a session opens after `initialize`. A client whose session
-/// ended gets HTTP 404 and initializes again, as the 2025-era transport
-/// tells it to.
-pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(24 * 3600);
+/// How long a session opens after `initialize`: 30 days. Many clients
+/// never initialize again after a 404, and fail until their user restarts
+/// them (Claude Code, Copilot CLI, Positron, VS Code, the Python SDK's
+/// client, older mcp-remote), so a session lasts as long as such a client
+/// plausibly runs. A longer life grants nothing: the id is bound to its
+/// caller, whose credentials every request must still carry, and it holds
+/// no secret (SECURITY.md). After it, or once `DELETE` ended it, HTTP 404
+/// tells the client to initialize again.
+pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// The items that hold what changed in a session: `handle#ses#…`, under
 /// the roles' existing `LeadingKeys`.
@@ -356,13 +361,17 @@ pub(crate) mod tests {
         let middle = tampered.len() / 2;
         tampered[middle] = if tampered[middle] == b'A' { b'B' } else { b'A' };
         assert_eq!(sessions.open(&alice(), &String::from_utf8(tampered).unwrap()).await.unwrap_err(), SessionError::NotFound);
-        clock.advance(DEFAULT_SESSION_TTL.as_secs());
+        clock.advance(25 * 3600);
+        assert!(sessions.open(&alice(), &token).await.is_ok(), "a day on, the session still opens");
+        clock.advance(DEFAULT_SESSION_TTL.as_secs() - 25 * 3600 - 1);
+        assert!(sessions.open(&alice(), &token).await.is_ok(), "until the last second of its 30 days");
+        clock.advance(1);
         assert_eq!(sessions.open(&alice(), &token).await.unwrap_err(), SessionError::NotFound, "expired");
     }
 
     #[tokio::test]
     async fn changes_are_kept_per_session_and_an_ended_session_is_gone() {
-        let (sessions, _) = sessions();
+        let (sessions, clock) = sessions();
         let one = sessions.mint(&alice(), "2025-06-18", &Map::new(), None).await.unwrap();
         let two = sessions.mint(&alice(), "2025-06-18", &Map::new(), None).await.unwrap();
         let (session, _) = sessions.open(&alice(), &one).await.unwrap();
@@ -376,6 +385,9 @@ pub(crate) mod tests {
 
         sessions.end(&alice(), &session).await.unwrap();
         assert_eq!(sessions.open(&alice(), &one).await.unwrap_err(), SessionError::NotFound);
+        // The item that says so lives as long as the id opens.
+        clock.advance(DEFAULT_SESSION_TTL.as_secs() - 1);
+        assert_eq!(sessions.open(&alice(), &one).await.unwrap_err(), SessionError::NotFound, "ended stays ended");
         assert_eq!(sessions.set_log_level(&alice(), &session, "info").await.unwrap_err(), SessionError::NotFound);
         assert!(sessions.open(&alice(), &two).await.is_ok());
     }

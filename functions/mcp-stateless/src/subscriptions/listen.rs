@@ -32,6 +32,11 @@ pub struct Watched<'a> {
 
 pub use super::task_ids::TaskIdsFilter;
 
+/// Marks a `subscriptions/listen` the edge cannot hold open (its answer
+/// is whole): acknowledged and ended at once, in the one answer.
+#[derive(Debug, Clone, Copy)]
+pub struct ListenNotServed;
+
 const TOO_MANY_STREAMS: &str = "You have too many subscriptions/listen streams open. Close one you no longer need, or wait for one to end.";
 
 /// How far back a change counts as made after the acknowledgement: the
@@ -53,8 +58,13 @@ impl Subscriptions {
         // one list call; a lost one, a stale list).
         let recent = self.clock.now_ms().saturating_sub(RECENT.as_millis() as u64);
         let request = context.request_context();
-        let ctx = CallContext::of(request)?;
         let parts = request.extensions.get::<http::request::Parts>();
+        if !self.enabled() || parts.is_some_and(|p| p.extensions.get::<ListenNotServed>().is_some()) {
+            // Acknowledged with what is honoured here; ended at once,
+            // gracefully, so the client goes on (Subscriptions::accepted).
+            return Ok(());
+        }
+        let ctx = CallContext::of(request)?;
         let task_ids = parts.and_then(|p| p.extensions.get::<TaskIdsFilter>()).cloned().unwrap_or_default().0;
         let deadline = parts.and_then(|p| p.extensions.get::<EntryFacts>()).and_then(|facts| facts.deadline);
 

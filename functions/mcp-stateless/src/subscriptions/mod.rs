@@ -22,7 +22,7 @@ use rmcp::model::{ServerCapabilities, SubscriptionFilter};
 
 use crate::{clock::Clock, quota::CreationQuota, storage::StoreError};
 pub use feed::{ChangeFeed, InMemoryFeed, ListDigests, ListKind};
-pub use listen::Watched;
+pub use listen::{ListenNotServed, Watched};
 pub use task_ids::{TaskIdsFilter, TaskIdsRefusal};
 
 /// Task ids one stream may watch: each is read every poll interval.
@@ -172,13 +172,20 @@ impl Subscriptions {
 
     /// What a stream accepts of `requested`: `None` (-32601) where streams
     /// do not exist. rmcp narrows it further to what is advertised.
+    ///
+    /// Where streams are not served, the subset honoured is empty and the
+    /// stream ends at once with its completion result ([`Self::listen`]):
+    /// basic/patterns/subscriptions lets the acknowledgement omit what the
+    /// server does not support, and a client that listens before it lists
+    /// (Antigravity) goes on, where -32601 would stop it.
     pub fn accepted(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        self.enabled().then(|| {
-            let mut accepted = requested.clone();
-            if let Some(uris) = accepted.resource_subscriptions.as_mut() {
-                uris.truncate(MAX_LISTEN_RESOURCES);
-            }
-            accepted
-        })
+        if !self.enabled() {
+            return Some(SubscriptionFilter::default());
+        }
+        let mut accepted = requested.clone();
+        if let Some(uris) = accepted.resource_subscriptions.as_mut() {
+            uris.truncate(MAX_LISTEN_RESOURCES);
+        }
+        Some(accepted)
     }
 }
