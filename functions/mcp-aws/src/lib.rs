@@ -83,7 +83,7 @@ pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>,
     };
     Dependencies {
         request_states: RequestStates::new(sealer.clone(), ledger, clock.clone(), audience),
-        sessions: LegacySessions::new(sealer, store.clone(), clock.clone(), audience).with_quota(quota.clone()),
+        sessions: LegacySessions::new(sealer, store.clone(), clock.clone(), audience),
         handles: Handles::new(store, clock.clone()).with_quota(quota.clone()),
         tasks: tasks.with_quota(quota.clone()),
         // Served where answers stream; the start applies the settings

@@ -198,13 +198,13 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                 let (parts, ()) = response.into_parts();
                 http::Response::from_parts(parts, conversation.into_body())
             }
-            Reply::Stream { mut parts, body, mut finish, deadline } => {
+            Reply::Stream { mut parts, body, mut finish, deadline, guard } => {
                 no_store(&mut parts.headers);
                 parts.headers.remove(header::CONTENT_LENGTH);
                 finish.log = Some(Finished { log, mode: self.policy.mode, status: parts.status, started, counts });
                 let id = finish.request_id.clone();
                 let deadline = deadline.map(|at| (at.checked_sub(STREAM_MARGIN).unwrap_or(at), id));
-                http::Response::from_parts(parts, stream::rewritten(body, finish, deadline))
+                http::Response::from_parts(parts, stream::rewritten(body, finish, deadline, guard))
             }
         }
     }
@@ -362,7 +362,8 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let (parts, body) = request.into_parts();
         let deadline = parts.extensions.get::<EntryFacts>().and_then(|facts| facts.deadline);
         let task_ids = parts.extensions.get::<TaskIdsFilter>().cloned().unwrap_or_default();
-        let notifications_only = parts.extensions.get::<legacy::NotificationStream>().is_some();
+        let guard = parts.extensions.get::<legacy::NotificationStream>().map(|stream| stream.0.clone());
+        let notifications_only = guard.is_some();
         let request_id = request_id.unwrap_or(Value::Null);
         // A handler that has sent nothing by the deadline is stopped (the
         // response future is dropped, which cancels it) and the client gets
@@ -388,7 +389,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             outcome: None,
         };
         if stream && is_event_stream(&parts.headers) {
-            return Reply::Stream { parts, body, finish, deadline };
+            return Reply::Stream { parts, body, finish, deadline, guard };
         }
         // The stateless stream ends with the final response, so buffering it
         // is bounded by the handler's own run.
@@ -492,5 +493,8 @@ enum Reply {
         body: BoxBody<Bytes, Infallible>,
         finish: FinalRewrite,
         deadline: Option<Instant>,
+        /// A 2025-era session's notification stream goes on only while it
+        /// is the session's one.
+        guard: Option<stream::Guard>,
     },
 }

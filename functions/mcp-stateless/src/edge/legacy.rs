@@ -23,6 +23,7 @@ use serde_json::{Map, Value, json};
 use crate::{
     edge::{
         error::{code, jsonrpc_error_response},
+        stream::Guard,
         tolerance::{self, Tolerated},
     },
     protocol::{
@@ -255,9 +256,9 @@ pub(super) async fn end_session(sessions: &LegacySessions, request: &http::Reque
 
 /// Marks the modern request a session's `GET` became: its stream carries
 /// notifications only, so the listen acknowledgement and the final result
-/// are left out.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct NotificationStream;
+/// are left out; and it goes on only while it is the session's one.
+#[derive(Clone)]
+pub(super) struct NotificationStream(pub Guard);
 
 /// `GET` with a session: the session's notification stream, served as the
 /// listen stream it means (every list the server has, and the resources
@@ -270,6 +271,16 @@ pub(super) async fn notification_stream(
 ) -> Result<(http::Request<Bytes>, Era), http::Response<Bytes>> {
     let token = session_token(request.headers()).unwrap_or_default();
     let opened = sessions.open(principal, token).await.map_err(|error| session_error(error, None))?;
+    // One stream per session, across instances: this one replaces any
+    // other, which ends at its next check.
+    let held = sessions.hold_stream(principal, &opened.0).await.map_err(|error| session_error(error, None))?;
+    let guard: Guard = {
+        let (sessions, principal, session) = (sessions.clone(), principal.clone(), opened.0.clone());
+        Arc::new(move || {
+            let (sessions, principal, session, held) = (sessions.clone(), principal.clone(), session.clone(), held.clone());
+            Box::pin(async move { sessions.holds_stream(&principal, &session, &held).await })
+        })
+    };
     let mut notifications = json!({"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true});
     if !opened.1.subscriptions.is_empty() {
         notifications["resourceSubscriptions"] = json!(opened.1.subscriptions);
@@ -283,7 +294,7 @@ pub(super) async fn notification_stream(
     parts.method = http::Method::POST;
     parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     parts.headers.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
-    parts.extensions.insert(NotificationStream);
+    parts.extensions.insert(NotificationStream(guard));
     let headers = standard_headers("subscriptions/listen", &Value::Null, &|_: &str| None);
     let era = Era::Legacy { version: opened.0.protocol_version.clone() };
     Ok((modern_request(http::Request::from_parts(parts, Bytes::new()), &message, headers), era))
@@ -527,7 +538,9 @@ fn invalid_params(id: Value, reason: String) -> http::Response<Bytes> {
 }
 
 /// A session that does not open is 404, which tells a 2025-era client to
-/// initialize again; the keys or the table failing is the server's 500.
+/// initialize again; a session other requests kept changing is 503 with
+/// `Retry-After` (the same request, sent again, is served); the keys or the
+/// table failing is the server's 500.
 fn session_error(error: SessionError, id: Option<Value>) -> http::Response<Bytes> {
     let (status, code, message) = match &error {
         SessionError::NotFound => {
@@ -539,8 +552,13 @@ fn session_error(error: SessionError, id: Option<Value>) -> http::Response<Bytes
             tracing::error!(%error, "legacy session");
             (StatusCode::INTERNAL_SERVER_ERROR, code::INTERNAL_ERROR, "session service unavailable".to_owned())
         }
+        SessionError::Busy => (StatusCode::SERVICE_UNAVAILABLE, code::INTERNAL_ERROR, format!("Busy: {error}")),
     };
-    jsonrpc_error_response(status, id, json!({"code": code, "message": message}))
+    let mut response = jsonrpc_error_response(status, id, json!({"code": code, "message": message}));
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
 }
 
 #[cfg(test)]

@@ -76,7 +76,13 @@ impl Rewrite for FinalRewrite {
                 outcome.record_outcome(message);
                 self.outcome = Some((outcome, false));
             }
-            *message = Value::Null;
+            // A refused stream (too many open) has no response to give a
+            // 2025-era GET: the reason goes as a log message it can show.
+            *message = match message.pointer("/error/message").and_then(Value::as_str) {
+                Some(reason) => json!({"jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": "error", "logger": "mcp", "data": reason}}),
+                None => Value::Null,
+            };
             return;
         }
         if self.task_ids.acknowledge(message) {

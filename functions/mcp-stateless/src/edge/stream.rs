@@ -44,6 +44,16 @@ pub trait Rewrite: Send + 'static {
 /// its final error still reaches the client.
 pub const STREAM_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// Whether a stream may go on: asked before each of its messages leaves,
+/// and every [`GUARD_INTERVAL`] while it is idle. A 2025-era session's
+/// notification stream may not once a newer one replaced it or the session
+/// ended (2025-11-25 transport: the same message is never sent on two
+/// streams); the stream then ends, sending nothing more.
+pub type Guard = std::sync::Arc<dyn Fn() -> futures::future::BoxFuture<'static, bool> + Send + Sync>;
+
+/// How often an idle guarded stream asks its [`Guard`].
+pub const GUARD_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Whether a body is an event stream.
 pub fn is_event_stream(headers: &http::HeaderMap) -> bool {
     headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"))
@@ -75,6 +85,8 @@ struct State<R: Rewrite> {
     rewrite: R,
     /// When the stream is cut, and the id its final error answers.
     deadline: Option<(tokio::time::Instant, Value)>,
+    /// The stream's guard, and when it is next asked while idle.
+    guard: Option<(Guard, tokio::time::Instant)>,
     done: bool,
     answered: bool,
 }
@@ -86,18 +98,27 @@ impl<R: Rewrite> Drop for State<R> {
 }
 
 /// rmcp's SSE body, event by event, each JSON-RPC message rewritten.
-pub fn rewritten<R: Rewrite>(inner: BoxBody<Bytes, Infallible>, rewrite: R, deadline: Option<(Instant, Value)>) -> EdgeBody {
+pub fn rewritten<R: Rewrite>(
+    inner: BoxBody<Bytes, Infallible>,
+    rewrite: R,
+    deadline: Option<(Instant, Value)>,
+    guard: Option<Guard>,
+) -> EdgeBody {
     let state = State {
         inner,
         buffer: Vec::new(),
         rewrite,
         deadline: deadline.map(|(at, id)| (tokio::time::Instant::from_std(at), id)),
+        guard: guard.map(|guard| (guard, tokio::time::Instant::now() + GUARD_INTERVAL)),
         done: false,
         answered: false,
     };
     let frames = futures::stream::unfold(state, |mut state| async move {
         loop {
             if let Some(event) = sse::take_event(&mut state.buffer) {
+                if state.guard.is_some() && sse::data(&event).is_some() && !state.may_go_on().await {
+                    return None;
+                }
                 let event = state.render(&event);
                 return Some((Ok(Frame::data(Bytes::from(event))), state));
             }
@@ -105,7 +126,13 @@ pub fn rewritten<R: Rewrite>(inner: BoxBody<Bytes, Infallible>, rewrite: R, dead
                 return None;
             }
             let cut = state.deadline.as_ref().map(|(at, _)| *at);
+            let check = state.guard.as_ref().map(|(_, at)| *at);
             tokio::select! {
+                _ = sleep_until(check) => {
+                    if !state.may_go_on().await {
+                        return None;
+                    }
+                }
                 frame = state.inner.frame() => match frame {
                     Some(Ok(frame)) => {
                         if let Ok(data) = frame.into_data() {
@@ -148,6 +175,18 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
 }
 
 impl<R: Rewrite> State<R> {
+    /// Asks the guard, if any: false ends the stream.
+    async fn may_go_on(&mut self) -> bool {
+        let Some((guard, next)) = self.guard.as_mut() else { return true };
+        *next = tokio::time::Instant::now() + GUARD_INTERVAL;
+        if guard().await {
+            return true;
+        }
+        self.done = true;
+        self.buffer.clear();
+        false
+    }
+
     /// The event with its message rewritten; other lines (comments, which
     /// carry keep-alives) unchanged.
     fn render(&mut self, event: &str) -> String {
@@ -197,9 +236,43 @@ mod tests {
     async fn events_split_across_chunks_are_rewritten_whole_and_comments_pass() {
         let marks = Marks::default();
         let body = body_of(vec![":\n\ndata: {\"a\"", ":1}\n\ndata: {\"id\":1,\"result\":{}}\n\n"]);
-        let out = text(rewritten(body, marks.clone(), None)).await;
+        let out = text(rewritten(body, marks.clone(), None, None)).await;
         assert_eq!(out, ":\n\ndata: {\"a\":1,\"seen\":true}\n\ndata: {\"id\":1,\"result\":{},\"seen\":true}\n\n");
         assert_eq!(*marks.0.lock().unwrap(), ["message", "message", "ended"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_guarded_stream_ends_when_its_guard_says_so_idle_or_not() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let holds = Arc::new(AtomicBool::new(true));
+        let guard_of = |holds: &Arc<AtomicBool>| -> Guard {
+            let holds = holds.clone();
+            Arc::new(move || {
+                let held = holds.load(Ordering::SeqCst);
+                Box::pin(async move { held })
+            })
+        };
+        // Replaced before its second message: that one never leaves.
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Result<Frame<Bytes>, Infallible>>();
+        let body = BodyExt::boxed(StreamBody::new(rx));
+        let mut out = rewritten(body, Marks::default(), None, Some(guard_of(&holds)));
+        tx.unbounded_send(Ok(Frame::data(Bytes::from("data: {\"method\":\"a\"}\n\n")))).unwrap();
+        let first = BodyExt::frame(&mut out).await.unwrap().unwrap().into_data().unwrap();
+        assert!(std::str::from_utf8(&first).unwrap().contains("\"a\""));
+        holds.store(false, Ordering::SeqCst);
+        tx.unbounded_send(Ok(Frame::data(Bytes::from("data: {\"method\":\"b\"}\n\n")))).unwrap();
+        assert!(BodyExt::frame(&mut out).await.is_none(), "ended without sending b");
+
+        // Idle: it ends at its next check.
+        holds.store(true, Ordering::SeqCst);
+        let idle = BodyExt::boxed(StreamBody::new(futures::stream::pending::<Result<Frame<Bytes>, Infallible>>()));
+        let mut out = rewritten(idle, Marks::default(), None, Some(guard_of(&holds)));
+        let flag = holds.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(GUARD_INTERVAL * 3).await;
+            flag.store(false, Ordering::SeqCst);
+        });
+        assert!(BodyExt::frame(&mut out).await.is_none());
     }
 
     #[tokio::test(start_paused = true)]
@@ -208,7 +281,7 @@ mod tests {
             .chain(futures::stream::pending());
         let body = BodyExt::boxed(StreamBody::new(pending));
         let deadline = Instant::now() + std::time::Duration::from_secs(5);
-        let out = text(rewritten(body, Marks::default(), Some((deadline, json!(7))))).await;
+        let out = text(rewritten(body, Marks::default(), Some((deadline, json!(7))), None)).await;
         let last: Value = serde_json::from_str(out.trim_end().rsplit("data: ").next().unwrap()).unwrap();
         assert_eq!(last["id"], 7);
         assert_eq!(last["error"]["code"], -32603);

@@ -66,8 +66,9 @@ impl LegacySessions {
     }
 
     /// Opens a pending item for each `(id, method)` the server is about to
-    /// send, for `wait` (and a minute more, so that a late answer finds its
-    /// item, answered by nobody). One write each.
+    /// send, for `wait` (rounded up to the second): an answer that comes
+    /// when nothing waits for it any more finds no item, and is refused,
+    /// even if the waiting instance died. One write each.
     pub async fn await_answers(
         &self,
         principal: &Principal,
@@ -76,7 +77,7 @@ impl LegacySessions {
         wait: std::time::Duration,
     ) -> Result<(), SessionError> {
         let now = self.clock.now();
-        let expires_at = now + wait.as_secs() + 60;
+        let expires_at = now + wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         for (id, method) in asked {
             let key = self.ask_key(principal, session, id);
             let record = HandleRecord {
@@ -138,6 +139,19 @@ impl LegacySessions {
             (Lookup::Found(_), Ok(_)) => Ok(()),
             (Lookup::Found(_), Err(reason)) => Err(AnswerRefusal::Malformed { method, reason }),
             _ => Err(AnswerRefusal::NotWaiting),
+        }
+    }
+
+    /// Closes the pending items of `asked` once their call stopped waiting
+    /// (answered, refused, out of time, or its client gone): a later answer
+    /// is refused (HTTP 400) rather than taken for nobody. Best effort: an
+    /// item left open expires with its wait. One write each.
+    pub async fn close_answers(&self, principal: &Principal, session: &Session, asked: &[(String, String)]) {
+        let now = self.clock.now();
+        for (id, _) in asked {
+            if let Err(error) = self.store.delete(&self.ask_key(principal, session, id), None, now).await {
+                tracing::warn!(%error, "a pending answer not closed; it expires with its wait");
+            }
         }
     }
 
@@ -214,6 +228,26 @@ mod tests {
             sessions.collect(&alice(), &session, &id).await.unwrap(),
             Some(Answer::Result(json!({"action": "accept", "content": {"name": "Ada"}})))
         );
+    }
+
+    #[tokio::test]
+    async fn an_answer_nothing_waits_for_is_refused() {
+        let (sessions, clock) = sessions();
+        let token = sessions.mint(&alice(), "2025-11-25", &Map::new(), None).await.unwrap();
+        let (session, _) = sessions.open(&alice(), &token).await.unwrap();
+        let response = |id: &str| json!({"jsonrpc": "2.0", "id": id, "result": {"action": "decline"}}).as_object().cloned().unwrap();
+        // The call stopped waiting and said so.
+        let closed = ASK_IDS.mint();
+        let asked = [(closed.clone(), "elicitation/create".to_owned())];
+        sessions.await_answers(&alice(), &session, &asked, std::time::Duration::from_secs(120)).await.unwrap();
+        sessions.close_answers(&alice(), &session, &asked).await;
+        assert_eq!(sessions.answer(&alice(), &session, &closed, &response(&closed)).await, Err(AnswerRefusal::NotWaiting));
+        // Its instance died: the item ends with the wait, not a minute after.
+        let orphan = ASK_IDS.mint();
+        let asked = [(orphan.clone(), "elicitation/create".to_owned())];
+        sessions.await_answers(&alice(), &session, &asked, std::time::Duration::from_millis(119_500)).await.unwrap();
+        clock.advance(120);
+        assert_eq!(sessions.answer(&alice(), &session, &orphan, &response(&orphan)).await, Err(AnswerRefusal::NotWaiting));
     }
 
     #[tokio::test]

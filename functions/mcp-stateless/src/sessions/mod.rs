@@ -18,6 +18,9 @@
 //! session (the table's TTL attribute, and the expiry checked on read).
 
 pub mod mailbox;
+mod waiting;
+
+pub use waiting::MAX_WAITING_CALLS;
 
 use std::{sync::Arc, time::Duration};
 
@@ -27,7 +30,6 @@ use crate::{
     clock::Clock,
     handles::{HandleRecord, HandleStore, Lookup},
     protocol::context::{CallContext, Principal},
-    quota::{CreationQuota, InMemoryQuota, QuotaKey},
     sealed::request_state::{OpenError, RequestStateSealer, StateBinding},
     storage::{Backoff, IdKind, ItemKey, StoreError},
 };
@@ -45,6 +47,8 @@ pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 /// The items that hold what changed in a session: `handle#ses#…`, under
 /// the roles' existing `LeadingKeys`.
 const SESSION_ITEMS: IdKind = IdKind { prefix: "ses" };
+/// A session's notification streams: random, never sent.
+const STREAM_IDS: IdKind = IdKind { prefix: "str" };
 /// What a session binds its id to, besides the caller and the deployment.
 const BINDING_METHOD: &str = "initialize";
 const BINDING_TARGET: &str = "mcp-session";
@@ -53,14 +57,14 @@ const BINDING_TARGET: &str = "mcp-session";
 pub const MAX_SUBSCRIPTIONS: usize = crate::subscriptions::MAX_LISTEN_RESOURCES;
 /// The longest URI a subscription may name: the item stays small.
 pub const MAX_URI_BYTES: usize = 2048;
-/// Calls of one caller that may wait for its answers at once, across
-/// instances: each holds an invocation while it waits.
-pub const MAX_WAITING_CALLS: u32 = 10;
-/// The window the waiting calls are counted in: the longest invocation.
-const WAITING_WINDOW: Duration = Duration::from_secs(15 * 60);
-/// Writes to one session's item that lost to another writer are retried
-/// this often.
-const MAX_WRITE_ATTEMPTS: u32 = 4;
+/// Writes to one item that lost to another writer are retried this often,
+/// the first after [`FIRST_RETRY_DELAY`] and each later one twice as long
+/// (with jitter): about 2.5 s at most in all, under Lambda's and a
+/// client's patience, past which the client is told to retry (HTTP 503).
+const MAX_WRITE_ATTEMPTS: u32 = 8;
+const FIRST_RETRY_DELAY: Duration = Duration::from_millis(10);
+/// The absolute bound of the items kept here: longer than any session.
+const ITEM_DEADLINE: Duration = Duration::from_secs(366 * 24 * 3600);
 
 /// What `initialize` negotiated, as the sealed id carries it.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,6 +106,10 @@ pub enum SessionError {
     /// The keys or the table could not be reached: the server's failure.
     #[error("session service unavailable: {0}")]
     Unavailable(String),
+    /// Other requests of the session kept changing it while this one
+    /// tried to: the client may retry (HTTP 503 with `Retry-After`).
+    #[error("the session is being changed by other requests; retry")]
+    Busy,
 }
 
 impl From<StoreError> for SessionError {
@@ -118,7 +126,6 @@ pub struct LegacySessions {
     clock: Arc<dyn Clock>,
     audience: String,
     ttl: Duration,
-    quota: Arc<dyn CreationQuota>,
 }
 
 impl LegacySessions {
@@ -130,29 +137,7 @@ impl LegacySessions {
         clock: Arc<dyn Clock>,
         audience: impl Into<String>,
     ) -> Self {
-        Self { sealer, store, clock, audience: audience.into(), ttl: DEFAULT_SESSION_TTL, quota: Arc::new(InMemoryQuota::default()) }
-    }
-
-    /// Counts the calls waiting for answers in `quota` (the table, in
-    /// Lambda) rather than in this process.
-    pub fn with_quota(mut self, quota: Arc<dyn CreationQuota>) -> Self {
-        self.quota = quota;
-        self
-    }
-
-    /// Takes one of `principal`'s [`MAX_WAITING_CALLS`] slots for a call
-    /// about to wait for answers; none when all are taken. One store call.
-    pub async fn start_waiting(&self, principal: &Principal) -> Result<Option<QuotaKey>, SessionError> {
-        let key = QuotaKey::new(&principal.binding_id(), "ask", WAITING_WINDOW, self.clock.now());
-        Ok(self.quota.take(&key, MAX_WAITING_CALLS).await?.then_some(key))
-    }
-
-    /// Gives a waiting slot back. Best effort: one not given back lapses
-    /// with its window.
-    pub async fn stop_waiting(&self, key: &QuotaKey) {
-        if let Err(error) = self.quota.give_back(key).await {
-            tracing::warn!(%error, "waiting-call count not given back; it lapses with its window");
-        }
+        Self { sealer, store, clock, audience: audience.into(), ttl: DEFAULT_SESSION_TTL }
     }
 
     /// A copy whose sessions last `ttl`.
@@ -227,6 +212,36 @@ impl LegacySessions {
         .await
     }
 
+    /// Makes a new notification stream (`GET`) the session's one, across
+    /// instances: the stream it replaces ends at its next check
+    /// ([`holds_stream`](Self::holds_stream)). Answers the stream's id.
+    pub async fn hold_stream(&self, principal: &Principal, session: &Session) -> Result<String, SessionError> {
+        let stream = STREAM_IDS.mint();
+        self.change(principal, session, |data| {
+            data.insert("stream".into(), Value::String(stream.clone()));
+            Ok(())
+        })
+        .await?;
+        Ok(stream)
+    }
+
+    /// Whether `stream` is still the session's notification stream: not
+    /// replaced by a newer `GET`, and the session not ended. One read; a
+    /// store that cannot be read leaves the stream as it is.
+    pub async fn holds_stream(&self, principal: &Principal, session: &Session, stream: &str) -> bool {
+        match self.store.get(&self.key(principal, session), self.clock.now()).await {
+            Ok(Lookup::Found(record)) => {
+                record.data.get("ended").and_then(Value::as_bool) != Some(true)
+                    && record.data.get("stream").and_then(Value::as_str) == Some(stream)
+            }
+            Ok(_) => false,
+            Err(error) => {
+                tracing::warn!(%error, "could not check the session's notification stream");
+                true
+            }
+        }
+    }
+
     /// Sets the level of the log messages the session's requests receive.
     pub async fn set_log_level(&self, principal: &Principal, session: &Session, level: &str) -> Result<(), SessionError> {
         self.change(principal, session, |data| {
@@ -264,26 +279,38 @@ impl LegacySessions {
         session: &Session,
         mut modify: impl FnMut(&mut Map<String, Value>) -> Result<(), SessionError>,
     ) -> Result<(), SessionError> {
-        let key = self.key(principal, session);
-        let mut backoff = Backoff::new(MAX_WRITE_ATTEMPTS, Duration::from_millis(20));
-        loop {
-            let now = self.clock.now();
-            if now >= session.expires_at {
+        self.compare_and_set(&self.key(principal, session), |data, now| {
+            if now >= session.expires_at || data.get("ended").and_then(Value::as_bool) == Some(true) {
                 return Err(SessionError::NotFound);
             }
-            let written = match self.store.get(&key, now).await? {
+            modify(data)?;
+            Ok(session.expires_at)
+        })
+        .await
+    }
+
+    /// Read, modify, compare-and-set on the item at `key` (created when
+    /// there is none): `modify` changes its data at `now` and answers when
+    /// the item expires. Retried with jittered backoff while other writers
+    /// get there first; [`SessionError::Busy`] when they always did.
+    pub(crate) async fn compare_and_set(
+        &self,
+        key: &ItemKey,
+        mut modify: impl FnMut(&mut Map<String, Value>, u64) -> Result<u64, SessionError>,
+    ) -> Result<(), SessionError> {
+        let mut backoff = Backoff::new(MAX_WRITE_ATTEMPTS, FIRST_RETRY_DELAY);
+        loop {
+            let now = self.clock.now();
+            let written = match self.store.get(key, now).await? {
                 Lookup::Found(record) => {
                     let mut data = record.data.as_object().cloned().unwrap_or_default();
-                    if data.get("ended").and_then(Value::as_bool) == Some(true) {
-                        return Err(SessionError::NotFound);
-                    }
-                    modify(&mut data)?;
-                    let replaced = self.store.replace(&key, record.version, &Value::Object(data), now, session.expires_at).await?;
+                    let expires_at = modify(&mut data, now)?;
+                    let replaced = self.store.replace(key, record.version, &Value::Object(data), now, expires_at).await?;
                     matches!(replaced, Lookup::Found(_))
                 }
                 _ => {
                     let mut data = Map::new();
-                    modify(&mut data)?;
+                    let expires_at = modify(&mut data, now)?;
                     let record = HandleRecord {
                         owner: key.owner.clone(),
                         kind: key.kind.to_owned(),
@@ -291,19 +318,20 @@ impl LegacySessions {
                         version: 1,
                         created_at: now,
                         last_used_at: now,
-                        expires_at: session.expires_at,
-                        deadline: session.expires_at,
+                        expires_at,
+                        // Only `expires_at`, which every write sets, ends it.
+                        deadline: now + ITEM_DEADLINE.as_secs(),
                     };
                     // A concurrent first change makes this create fail on
                     // the table: read again and apply on top of it.
-                    self.store.create(&key, &record).await.is_ok()
+                    self.store.create(key, &record).await.is_ok()
                 }
             };
             if written {
                 return Ok(());
             }
             if !backoff.retry().await {
-                return Err(SessionError::Unavailable("the session's item kept changing under this write".into()));
+                return Err(SessionError::Busy);
             }
         }
     }
@@ -393,16 +421,18 @@ pub(crate) mod tests {
     }
 
     #[tokio::test]
-    async fn a_caller_has_a_bounded_number_of_waiting_calls() {
+    async fn a_session_holds_one_notification_stream_and_delete_ends_it() {
         let (sessions, _) = sessions();
-        let mut slots = Vec::new();
-        for _ in 0..MAX_WAITING_CALLS {
-            slots.push(sessions.start_waiting(&alice()).await.unwrap().expect("a slot"));
-        }
-        assert!(sessions.start_waiting(&alice()).await.unwrap().is_none(), "all taken");
-        assert!(sessions.start_waiting(&Principal::Anonymous).await.unwrap().is_some(), "another caller's own");
-        sessions.stop_waiting(&slots.pop().unwrap()).await;
-        assert!(sessions.start_waiting(&alice()).await.unwrap().is_some(), "one given back");
+        let token = sessions.mint(&alice(), "2025-11-25", &Map::new(), None).await.unwrap();
+        let (session, _) = sessions.open(&alice(), &token).await.unwrap();
+        let first = sessions.hold_stream(&alice(), &session).await.unwrap();
+        assert!(sessions.holds_stream(&alice(), &session, &first).await);
+        let second = sessions.hold_stream(&alice(), &session).await.unwrap();
+        assert!(!sessions.holds_stream(&alice(), &session, &first).await, "replaced by the newer GET");
+        assert!(sessions.holds_stream(&alice(), &session, &second).await);
+        assert!(!sessions.holds_stream(&Principal::Anonymous, &session, &second).await, "another caller's");
+        sessions.end(&alice(), &session).await.unwrap();
+        assert!(!sessions.holds_stream(&alice(), &session, &second).await, "ended by DELETE");
     }
 
     #[tokio::test]

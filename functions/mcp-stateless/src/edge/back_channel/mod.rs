@@ -45,7 +45,6 @@ use crate::{
         capability_guard::missing_capabilities,
         context::{CallContext, EntryFacts, META_CLIENT_CAPABILITIES},
     },
-    quota::QuotaKey,
     sessions::{
         LegacySessions, Session,
         mailbox::{ASK_IDS, ASKABLE, Answer},
@@ -142,8 +141,9 @@ pub(super) struct Conversation {
     pub keep_alive: Duration,
     /// When the call must have answered ([`cut`]).
     pub cut: Instant,
-    /// The caller's waiting slot, held from the first question to the end.
-    pub waiting: Option<QuotaKey>,
+    /// The caller's lease on a waiting call (`sessions/waiting.rs`), held
+    /// from the first question to the end.
+    pub waiting: Option<String>,
     /// The first round's answer, when [`first_round`](Self::first_round)
     /// found it needs more.
     pub first: Option<http::Response<BoxBody<Bytes, Infallible>>>,
@@ -173,8 +173,8 @@ impl Conversation {
             // line (and the slot) from being written.
             let _ = tokio::time::timeout(STREAM_MARGIN, tx.send(Bytes::from(sse::encode(&last)))).await;
         }
-        if let Some(slot) = self.waiting.take() {
-            self.sessions.stop_waiting(&slot).await;
+        if let Some(lease) = self.waiting.take() {
+            self.sessions.stop_waiting(&self.template.ctx.principal, &lease).await;
         }
         self.finish.ended();
     }
@@ -300,24 +300,43 @@ impl Conversation {
             return Err(self.error(format!("the tool asked for {method}, which a 2025-era client cannot be asked")));
         }
         let principal = self.template.ctx.principal.clone();
-        if self.waiting.is_none() {
-            match self.sessions.start_waiting(&principal).await {
-                Ok(Some(slot)) => self.waiting = Some(slot),
-                Ok(None) => return Err(self.error(TOO_MANY_WAITING.into())),
-                Err(error) => {
-                    tracing::error!(%error, "counting the caller's waiting calls");
-                    return Err(self.internal("the server could not wait for the client's answers"));
-                }
+        let wait = self.cut.saturating_duration_since(Instant::now()).min(MAX_ANSWER_WAIT);
+        // The caller's lease on a waiting call, taken at the first
+        // question and renewed at each: it ends with this wait unless
+        // renewed, should this instance die.
+        let lease = self.waiting.clone().unwrap_or_else(|| ASK_IDS.mint());
+        match self.sessions.keep_waiting(&principal, &lease, wait).await {
+            Ok(true) => self.waiting = Some(lease),
+            Ok(false) => return Err(self.error(TOO_MANY_WAITING.into())),
+            Err(error) => {
+                tracing::error!(%error, "counting the caller's waiting calls");
+                return Err(self.internal("the server could not wait for the client's answers"));
             }
         }
-        let wait = self.cut.saturating_duration_since(Instant::now()).min(MAX_ANSWER_WAIT);
         let until = Instant::now() + wait;
         let ids: Vec<(String, String)> = asked.iter().map(|(_, id, method, _)| (id.clone(), method.clone())).collect();
         if let Err(error) = self.sessions.await_answers(&principal, &self.session, &ids, wait).await {
             tracing::error!(%error, "opening the mailbox");
             return Err(self.internal("the server could not wait for the client's answers"));
         }
-        for (_, id, method, params) in &asked {
+        let answers = self.wait_for_answers(&asked, wait, until, tx).await;
+        // However the wait ended, an answer that comes later is refused:
+        // nothing would read it.
+        self.sessions.close_answers(&principal, &self.session, &ids).await;
+        answers
+    }
+
+    /// Sends the questions and reads the mailbox until every answer is in,
+    /// the client left (`Ok(None)`), or the wait ends.
+    async fn wait_for_answers(
+        &self,
+        asked: &[(String, String, String, Value)],
+        wait: Duration,
+        until: Instant,
+        tx: &mut mpsc::Sender<Bytes>,
+    ) -> Result<Option<Map<String, Value>>, Value> {
+        let principal = &self.template.ctx.principal;
+        for (_, id, method, params) in asked {
             let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
             if tx.send(Bytes::from(sse::encode(&request))).await.is_err() {
                 return Ok(None);
@@ -333,12 +352,12 @@ impl Conversation {
             }
             tokio::time::sleep(pause).await;
             pause = (pause.mul_f32(1.5)).min(MAX_POLL);
-            for (key, id, method, _) in &asked {
+            for (key, id, method, _) in asked {
                 if answers.contains_key(key) {
                     continue;
                 }
                 metrics::count(metrics::Counter::MailboxReads);
-                match self.sessions.collect(&principal, &self.session, id).await {
+                match self.sessions.collect(principal, &self.session, id).await {
                     Ok(None) => {}
                     Ok(Some(Answer::Result(result))) => {
                         answers.insert(key.clone(), result);
