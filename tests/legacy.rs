@@ -209,6 +209,101 @@ async fn a_sessions_notification_stream_reports_changes_made_anywhere() {
     assert_eq!(stranger.notifications(holder).await.status, 404);
 }
 
+/// 2025-11-25 transport: the server "MUST NOT broadcast the same message
+/// across multiple streams". A session has one notification stream, across
+/// instances: a newer `GET` replaces the older, which ends without sending
+/// what the newer one does; `DELETE` ends the one left.
+#[tokio::test]
+async fn a_newer_notification_stream_replaces_the_older_and_delete_ends_it() {
+    let (holder, other) = two_instances().await;
+    let client = LegacyClient::initialize(other, "alice", json!({})).await;
+    let mut older = client.notifications(holder).await;
+    let mut newer = client.notifications(other).await;
+    assert_eq!((older.status, newer.status), (200, 200));
+    let mut notified = None;
+    for _ in 0..20 {
+        assert_eq!(client.request(other, "tools/call", json!({"name": "test_trigger_tool_change"})).await.status, 200);
+        notified = newer.next_within(Duration::from_secs(3)).await;
+        if notified.is_some() {
+            break;
+        }
+    }
+    assert_eq!(notified.expect("the newer stream is notified")["method"], "notifications/tools/list_changed");
+    let sent_on_the_older: Vec<Value> = older.rest().await.into_iter().map(|(_, message)| message).collect();
+    assert!(sent_on_the_older.is_empty(), "the older stream ended without a notification: {sent_on_the_older:?}");
+    assert_eq!(client.delete(holder).await.status, 200);
+    let after_delete = newer.rest().await;
+    // The stream ended (rest came back), having sent only what it watches.
+    assert!(after_delete.iter().all(|(_, m)| m["method"].as_str().unwrap().ends_with("/list_changed")), "{after_delete:?}");
+}
+
+/// A notification stream over the caller's bound of open streams is not
+/// an empty 200: the client is told why, as a log message it can show.
+#[tokio::test]
+async fn a_notification_stream_over_the_callers_bound_says_why() {
+    let addr = local(Transport::Streaming).await;
+    let mut open = Vec::new();
+    for _ in 0..5 {
+        let client = LegacyClient::initialize(addr, "alice", json!({})).await;
+        let stream = client.notifications(addr).await;
+        assert_eq!(stream.status, 200);
+        open.push(stream);
+    }
+    let sixth = LegacyClient::initialize(addr, "alice", json!({})).await;
+    let mut refused = sixth.notifications(addr).await;
+    let (_, told) = refused.next().await.expect("a message before the stream ends");
+    assert_eq!((told["method"].as_str(), told["params"]["level"].as_str()), (Some("notifications/message"), Some("error")), "{told}");
+    assert!(told["params"]["data"].as_str().unwrap().contains("too many"), "{told}");
+    assert!(told.get("id").is_none(), "a notification, not a response to a request the client never sent");
+    assert!(refused.next().await.is_none(), "then the stream ends");
+}
+
+/// Concurrent changes to one session's item on two instances: each is
+/// written, or answered 503 with Retry-After (the client sends it again),
+/// never a bare 500, and none is half-written.
+#[tokio::test]
+async fn contention_on_a_session_is_retryable_never_a_500() {
+    let (one, two) = two_instances().await;
+    let client = Arc::new(LegacyClient::initialize(one, "alice", json!({})).await);
+    let subscribes = (0..mcp_stateless::sessions::MAX_SUBSCRIPTIONS).map(|i| {
+        let client = client.clone();
+        let addr = if i % 2 == 0 { one } else { two };
+        tokio::spawn(async move { client.request(addr, "resources/subscribe", json!({"uri": format!("test://r{i}")})).await })
+    });
+    let mut written = 0;
+    for reply in futures::future::join_all(subscribes).await {
+        let reply = reply.unwrap();
+        match reply.status {
+            200 => {
+                assert_eq!(reply.json()["result"], json!({}), "{:?}", reply.body);
+                written += 1;
+            }
+            503 => assert_eq!(reply.headers["retry-after"], "1"),
+            other => panic!("HTTP {other}: {:?}", reply.body),
+        }
+    }
+    // What was answered 200 is there, and nothing else: the session takes
+    // exactly the rest of its bound.
+    for i in written..mcp_stateless::sessions::MAX_SUBSCRIPTIONS {
+        let reply = client.request(one, "resources/subscribe", json!({"uri": format!("test://more{i}")})).await;
+        assert_eq!(reply.json()["result"], json!({}), "{i}: {:?}", reply.body);
+    }
+    let over = client.request(two, "resources/subscribe", json!({"uri": "test://one-too-many"})).await;
+    assert_eq!(over.json()["error"]["code"], -32602, "the bound reached: {:?}", over.body);
+    // A DELETE among changes: each answer is one a client can act on.
+    let mut racing: Vec<_> = (0..10)
+        .map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move { client.request(two, "resources/unsubscribe", json!({"uri": format!("test://r{i}")})).await.status })
+        })
+        .collect();
+    let deleting = client.clone();
+    racing.push(tokio::spawn(async move { deleting.delete(one).await.status }));
+    for status in futures::future::join_all(racing).await {
+        assert!([200, 404, 503].contains(&status.unwrap()), "never a 500");
+    }
+}
+
 /// The call is held by one instance, the answer reaches the other: the
 /// two share only the emulator's key and table.
 #[tokio::test]
