@@ -343,6 +343,23 @@ async fn an_answer_that_reaches_another_instance_resumes_the_call() {
     assert_eq!(client.request(other, "tools/list", json!({})).await.status, 404);
 }
 
+/// `DELETE` ends the calls of the session that wait for its answers, on
+/// any instance (at their next check, every 5 s).
+#[tokio::test]
+async fn delete_ends_a_call_waiting_for_the_sessions_answers() {
+    let (holder, other) = two_instances().await;
+    let client = LegacyClient::initialize(other, "alice", json!({"elicitation": {}})).await;
+    let mut call = client.stream(holder, "tools/call", json!({"name": "test_elicitation", "arguments": {}})).await;
+    let asked = call.until_method("elicitation/create").await;
+    assert_eq!(client.delete(other).await.status, 200);
+    let (_, ended) = call.next().await.expect("the call's answer");
+    assert_eq!(ended["result"]["isError"], true, "{ended}");
+    assert!(ended["result"]["content"][0]["text"].as_str().unwrap().contains("session ended"), "{ended}");
+    assert!(call.next().await.is_none(), "the call's stream ended");
+    // The session is gone, so is its question.
+    assert_eq!(client.answer(holder, &asked["id"], json!({"action": "decline"})).await.status, 404);
+}
+
 /// A 2025-era client cannot poll a task: the call's stream follows it
 /// (durable in the store, run by the worker loop here), asks its question
 /// on the stream and answers the call with the task's outcome.

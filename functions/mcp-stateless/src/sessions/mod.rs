@@ -242,6 +242,19 @@ impl LegacySessions {
         }
     }
 
+    /// Whether `DELETE` ended the session since it was opened. One read; a
+    /// store that cannot be read says no.
+    pub async fn ended(&self, principal: &Principal, session: &Session) -> bool {
+        match self.store.get(&self.key(principal, session), self.clock.now()).await {
+            Ok(Lookup::Found(record)) => record.data.get("ended").and_then(Value::as_bool) == Some(true),
+            Ok(_) => false,
+            Err(error) => {
+                tracing::warn!(%error, "could not check whether the session ended");
+                false
+            }
+        }
+    }
+
     /// Sets the level of the log messages the session's requests receive.
     pub async fn set_log_level(&self, principal: &Principal, session: &Session, level: &str) -> Result<(), SessionError> {
         self.change(principal, session, |data| {
@@ -431,8 +444,10 @@ pub(crate) mod tests {
         assert!(!sessions.holds_stream(&alice(), &session, &first).await, "replaced by the newer GET");
         assert!(sessions.holds_stream(&alice(), &session, &second).await);
         assert!(!sessions.holds_stream(&Principal::Anonymous, &session, &second).await, "another caller's");
+        assert!(!sessions.ended(&alice(), &session).await);
         sessions.end(&alice(), &session).await.unwrap();
         assert!(!sessions.holds_stream(&alice(), &session, &second).await, "ended by DELETE");
+        assert!(sessions.ended(&alice(), &session).await);
     }
 
     #[tokio::test]

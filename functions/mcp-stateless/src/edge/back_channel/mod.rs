@@ -67,6 +67,9 @@ const MAX_ANSWER_WAIT: Duration = Duration::from_secs(120);
 /// about one read a second.
 const FIRST_POLL: Duration = Duration::from_millis(25);
 const MAX_POLL: Duration = Duration::from_secs(1);
+/// How often a waiting call checks that its session was not ended by
+/// `DELETE` meanwhile (one read).
+const SESSION_CHECK: Duration = Duration::from_secs(5);
 
 /// The handler, called once per round.
 pub(super) type Handler =
@@ -345,7 +348,14 @@ impl Conversation {
         let mut answers = Map::new();
         let mut pause = FIRST_POLL;
         let mut quiet_since = Instant::now();
+        let mut session_checked = Instant::now();
         while answers.len() < asked.len() {
+            if session_checked.elapsed() >= SESSION_CHECK {
+                if self.sessions.ended(principal, &self.session).await {
+                    return Err(self.error("the session ended (DELETE) while the call waited for the client's answers".into()));
+                }
+                session_checked = Instant::now();
+            }
             if Instant::now() + pause > until {
                 let waited = wait.as_secs();
                 return Err(self.error(format!("the client did not answer within {waited} s; call the tool again to be asked again")));
