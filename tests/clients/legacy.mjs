@@ -8,29 +8,17 @@
 //   node tests/clients/legacy.mjs URL    # e.g. http://127.0.0.1:3939/mcp
 //
 // Prints `ok`/`FAILED` per check and last `legacy clients: N passed, M failed`.
-import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { checks, mcpRemoteTransport } from "./checks.mjs";
 
 const url = process.argv[2];
 if (!url) {
   console.error("usage: node legacy.mjs URL");
   process.exit(2);
 }
-const mcpRemote = fileURLToPath(new URL("./node_modules/mcp-remote/dist/proxy.js", import.meta.url));
-let passed = 0;
-let failed = 0;
-const check = (name, ok, detail) => {
-  if (ok) {
-    passed += 1;
-    console.log(`ok - ${name}`);
-  } else {
-    failed += 1;
-    console.log(`FAILED - ${name}: ${detail}`);
-  }
-};
+const { check, finish } = checks();
 const text = (result) => (result?.content ?? []).map((block) => block.text ?? "").join(" ");
 
 async function exercise(label, transport) {
@@ -64,14 +52,5 @@ async function exercise(label, transport) {
 }
 
 await exercise("typescript-sdk-v1", new StreamableHTTPClientTransport(new URL(url)));
-await exercise(
-  "mcp-remote",
-  new StdioClientTransport({
-    command: process.execPath,
-    args: [mcpRemote, url, "--allow-http", "--transport", "http-only"],
-    env: { ...process.env },
-    stderr: "pipe",
-  }),
-);
-console.log(`legacy clients: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+await exercise("mcp-remote", mcpRemoteTransport(url));
+finish("legacy clients");

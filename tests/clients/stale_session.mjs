@@ -10,29 +10,17 @@
 // 30 days (`seen`), and last `stale sessions: N passed, M failed`.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { checks, mcpRemoteTransport } from "./checks.mjs";
 
 const binary = process.argv[2];
 if (!binary) {
   console.error("usage: node stale_session.mjs CLOCK_SERVER_BINARY");
   process.exit(2);
 }
-const mcpRemote = fileURLToPath(new URL("./node_modules/mcp-remote/dist/proxy.js", import.meta.url));
 const DAY = 24 * 3600;
-let passed = 0;
-let failed = 0;
-const check = (name, ok, detail) => {
-  if (ok) {
-    passed += 1;
-    console.log(`ok - ${name}`);
-  } else {
-    failed += 1;
-    console.log(`FAILED - ${name}: ${detail}`);
-  }
-};
+const { check, finish } = checks();
 
 /** A clock server: its URL, and `advance(seconds)`, answered once the clock moved. */
 async function clockServer() {
@@ -85,15 +73,5 @@ async function across(label, transportFor) {
 }
 
 await across("typescript-sdk-v1", (url) => new StreamableHTTPClientTransport(new URL(url)));
-await across(
-  "mcp-remote",
-  (url) =>
-    new StdioClientTransport({
-      command: process.execPath,
-      args: [mcpRemote, url, "--allow-http", "--transport", "http-only"],
-      env: { ...process.env },
-      stderr: "pipe",
-    }),
-);
-console.log(`stale sessions: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+await across("mcp-remote", mcpRemoteTransport);
+finish("stale sessions");
