@@ -72,9 +72,20 @@ async fn a_header_repeating_one_version_is_that_version() {
     assert!(joined.message()["result"]["tools"].is_array());
     let twice = post_with(addr, &list, |h| h.push(("mcp-protocol-version".into(), "2026-07-28".into()))).await;
     assert_eq!(twice.status, 200, "sent twice: {}", first_bytes(&twice));
-    // Two different versions are not one.
+    // Two different versions are not one, joined or sent twice, in either order.
     let differing = post_with(addr, &list, |h| set_header(h, "mcp-protocol-version", "2026-07-28, 2025-11-25")).await;
     assert_eq!((differing.status, error_code(&differing)), (400, Some(-32020)));
+    let twice_differing = post_with(addr, &list, |h| h.push(("mcp-protocol-version".into(), "2025-11-25".into()))).await;
+    assert_eq!((twice_differing.status, error_code(&twice_differing)), (400, Some(-32020)), "{}", first_bytes(&twice_differing));
+    let legacy_twice = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}});
+    let headers = vec![
+        ("content-type".to_owned(), "application/json".to_owned()),
+        ("accept".to_owned(), "application/json, text/event-stream".to_owned()),
+        ("mcp-protocol-version".to_owned(), "2025-06-18".to_owned()),
+        ("mcp-protocol-version".to_owned(), "2025-11-25".to_owned()),
+    ];
+    let reply = send(addr, "POST", &headers, legacy_twice.to_string().into_bytes()).await;
+    assert_eq!((reply.status, error_code(&reply)), (400, Some(-32020)), "a 2025-era request too");
     let unspoken = post_with(addr, &list, |h| set_header(h, "mcp-protocol-version", "v9, v9")).await;
     assert_eq!((unspoken.status, error_code(&unspoken)), (400, Some(-32020)), "repeated, and still not _meta's");
 }
@@ -91,6 +102,20 @@ async fn a_sessions_request_is_served_at_its_version_whatever_newer_header_it_na
     let result = &reply.message()["result"];
     assert!(result["tools"].is_array() && result.get("resultType").is_none(), "shaped for 2025: {result}");
     assert_eq!(client.request(addr, "ping", json!({})).await.json()["result"], json!({}));
+    // The standard headers it sent itself are held to its body, as a
+    // modern request's are.
+    let call = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "test_simple_text"}});
+    for (name, value, refused) in
+        [("mcp-name", "test_simple_text", false), ("mcp-name", "another_tool", true), ("mcp-method", "tools/list", true)]
+    {
+        let mut headers = client.headers();
+        headers.push((name.to_owned(), value.to_owned()));
+        let reply = send(addr, "POST", &headers, call.to_string().into_bytes()).await;
+        // Refused as its era's errors are: a JSON-RPC error with HTTP 200.
+        assert_eq!(reply.status, 200, "{name}: {value}: {}", first_bytes(&reply));
+        let expected = if refused { Some(-32020) } else { None };
+        assert_eq!(error_code(&reply), expected, "{name}: {value}: {}", first_bytes(&reply));
+    }
     // Stricter around it: without a session it is a 2026 request without
     // its _meta, and a session that does not open is 404.
     let as_client =

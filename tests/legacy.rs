@@ -232,30 +232,44 @@ async fn a_newer_notification_stream_replaces_the_older_and_delete_ends_it() {
     let sent_on_the_older: Vec<Value> = older.rest().await.into_iter().map(|(_, message)| message).collect();
     assert!(sent_on_the_older.is_empty(), "the older stream ended without a notification: {sent_on_the_older:?}");
     assert_eq!(client.delete(holder).await.status, 200);
-    let after_delete = newer.rest().await;
-    // The stream ended (rest came back), having sent only what it watches.
+    // DELETE ends it at its next check (every 5 s), long before its
+    // lifetime (300 s) would.
+    let after_delete = tokio::time::timeout(e2e::streams::PATIENCE, newer.rest()).await.expect("ended by DELETE");
     assert!(after_delete.iter().all(|(_, m)| m["method"].as_str().unwrap().ends_with("/list_changed")), "{after_delete:?}");
 }
 
 /// A notification stream over the caller's bound of open streams is not
-/// an empty 200: the client is told why, as a log message it can show.
+/// an empty 200: the client is told why, as a log message it can show; and
+/// the session's stream that was open goes on.
 #[tokio::test]
-async fn a_notification_stream_over_the_callers_bound_says_why() {
+async fn a_notification_stream_over_the_callers_bound_says_why_and_replaces_nothing() {
     let addr = local(Transport::Streaming).await;
+    let mut clients = Vec::new();
     let mut open = Vec::new();
     for _ in 0..5 {
         let client = LegacyClient::initialize(addr, "alice", json!({})).await;
         let stream = client.notifications(addr).await;
         assert_eq!(stream.status, 200);
+        clients.push(client);
         open.push(stream);
     }
-    let sixth = LegacyClient::initialize(addr, "alice", json!({})).await;
-    let mut refused = sixth.notifications(addr).await;
+    // The sixth, on the first session: refused at the bound.
+    let mut refused = clients[0].notifications(addr).await;
     let (_, told) = refused.next().await.expect("a message before the stream ends");
     assert_eq!((told["method"].as_str(), told["params"]["level"].as_str()), (Some("notifications/message"), Some("error")), "{told}");
     assert!(told["params"]["data"].as_str().unwrap().contains("too many"), "{told}");
     assert!(told.get("id").is_none(), "a notification, not a response to a request the client never sent");
     assert!(refused.next().await.is_none(), "then the stream ends");
+    // The first session's stream is still its one.
+    let mut notified = None;
+    for _ in 0..20 {
+        assert_eq!(clients[1].request(addr, "tools/call", json!({"name": "test_trigger_tool_change"})).await.status, 200);
+        notified = open[0].next_within(Duration::from_secs(3)).await;
+        if notified.is_some() {
+            break;
+        }
+    }
+    assert!(notified.expect("the open stream goes on")["method"].as_str().unwrap().ends_with("/list_changed"));
 }
 
 /// Concurrent changes to one session's item on two instances: each is

@@ -112,7 +112,8 @@ async fn listen_turned_off_where_answers_stream_advertises_nothing_and_ends_a_li
 /// answer, so a client that listens before it lists (Antigravity) goes on
 /// to its tools: what such a client does, listen then `tools/list`.
 async fn assert_listen_is_ended_at_once(addr: std::net::SocketAddr) {
-    let listened = post(addr, &listen(2, json!({"toolsListChanged": true, "resourceSubscriptions": ["test://x"]}), json!({}))).await;
+    let asked = json!({"toolsListChanged": true, "resourceSubscriptions": ["test://x"], "taskIds": ["tsk_x"]});
+    let listened = post(addr, &listen(2, asked, json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}))).await;
     assert_eq!(listened.status, 200);
     let messages = listened.messages();
     assert_eq!(messages.len(), 2, "{messages:?}");

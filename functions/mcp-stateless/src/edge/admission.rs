@@ -15,7 +15,7 @@ use crate::{
         policy::{EdgePolicy, MCP_PATH},
         protected_resource::ResourceMetadata,
         request_log::RequestLog,
-        tolerance::{self, AnswerAsJson, Tolerated, VERSION_HEADER},
+        tolerance::{self, AnswerAsJson, Tolerated, VERSION_HEADER, VersionHeaders},
     },
     protocol::{
         self, SUPPORTED_VERSIONS,
@@ -47,6 +47,9 @@ pub(super) enum Admitted {
 pub(super) struct Admission<'a> {
     pub policy: &'a EdgePolicy,
     pub metadata: &'a ResourceMetadata,
+    /// Whether the handler serves listen streams (it advertises list
+    /// changes; not where `Listen=off`).
+    pub listens: bool,
 }
 
 impl Admission<'_> {
@@ -75,7 +78,7 @@ impl Admission<'_> {
             return Err((EdgeError::Unidentified, None));
         }
         // Before anything reads the version header.
-        let repeated_version = tolerance::one_version_header(request.headers_mut());
+        let version_headers = tolerance::version_headers(request.headers_mut());
         if request.method() == Method::DELETE {
             return Ok(Admitted::EndSession(request, facts.principal));
         }
@@ -101,16 +104,19 @@ impl Admission<'_> {
         // 2025-era request admitted again as the modern one it means is
         // not counted twice.
         let unsaid_accept = request.extensions_mut().remove::<AnswerAsJson>().is_some();
-        if repeated_version || unsaid_accept {
+        let id = object.get("id").cloned();
+        if version_headers == VersionHeaders::Conflicting {
+            return Err((EdgeError::HeaderMismatch("MCP-Protocol-Version names more than one version"), id));
+        }
+        if version_headers == VersionHeaders::Repeated || unsaid_accept {
             let client = tolerance::client_name(&object, request.headers());
-            if repeated_version {
-                tolerance::note(Tolerated::RepeatedVersion, client);
+            if version_headers == VersionHeaders::Repeated {
+                log.forgiven.add(Tolerated::RepeatedVersion, client);
             }
             if unsaid_accept {
-                tolerance::note(Tolerated::MissingAccept, client);
+                log.forgiven.add(Tolerated::MissingAccept, client);
             }
         }
-        let id = object.get("id").cloned();
         if object.get("method").is_none() && legacy::is_answer(&object) {
             return Ok(Admitted::Answer(request, object, facts.principal));
         }
@@ -148,16 +154,17 @@ impl Admission<'_> {
             log.trace_id = Some(trace);
         }
         if check_version_header(request.headers_mut(), &ctx).map_err(|e| (e, id.clone()))? {
-            tolerance::note(Tolerated::VersionMismatch, ctx.client_info.as_ref().and_then(|i| i.get("name")).and_then(Value::as_str));
+            log.forgiven.add(Tolerated::VersionMismatch, ctx.client_info.as_ref().and_then(|i| i.get("name")).and_then(Value::as_str));
         }
         if let Some(reason) = protocol::params_misfit(method, object.get("params")) {
             return Err((EdgeError::Params(reason), id));
         }
         if method == "subscriptions/listen" {
             // A whole answer cannot hold a stream open, whatever the
-            // handler advertises: the listen is acknowledged and ended at
-            // once, both in the one answer (subscriptions::ListenNotServed).
-            if !stream {
+            // handler advertises, and a handler without streams has none to
+            // hold: the listen is acknowledged with nothing honoured and
+            // ended at once (subscriptions::ListenNotServed).
+            if !stream || !self.listens {
                 // Nothing is honoured, whatever the handler would watch.
                 let mut object = object;
                 if let Some(params) = object.get_mut("params").and_then(Value::as_object_mut) {

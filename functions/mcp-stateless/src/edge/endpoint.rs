@@ -31,7 +31,7 @@ use crate::{
         admission::{Admission, Admitted, is_json},
         back_channel::{self, Conversation, Template},
         bearer::BearerVerifier,
-        error::EdgeError,
+        error::{EdgeError, code},
         legacy::{self, Legacy, LegacyInfo, MAY_ASK, Step},
         policy::{EdgePolicy, MCP_PATH},
         protected_resource::ResourceMetadata,
@@ -212,13 +212,25 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     async fn respond(&self, mut request: http::Request<Bytes>, log: &mut RequestLog, stream: bool) -> Reply {
         // A client that sent no Accept is answered whole, in JSON
         // (tolerance.rs): it may not read an event stream.
-        if tolerance::accept_when_unsaid(&mut request) {
-            return match self.route(request, log, false).await {
+        let reply = if tolerance::accept_when_unsaid(&mut request) {
+            match self.route(request, log, false).await {
                 Reply::Whole(response) => Reply::Whole(tolerance::answered_as_json(response)),
                 other => other,
-            };
-        }
-        self.route(request, log, stream).await
+            }
+        } else {
+            self.route(request, log, stream).await
+        };
+        // What the edge forgave counts once the request was served: not
+        // refused at the edge or by rmcp (a 4xx, or for a 2025-era client a
+        // header or version refusal with HTTP 200), whatever its result says.
+        let status = match &reply {
+            Reply::Whole(response) => response.status(),
+            Reply::Stream { parts, .. } => parts.status,
+            Reply::Converse(_) => StatusCode::OK,
+        };
+        let refused_headers = matches!(log.error_code, Some(code::HEADER_MISMATCH | code::UNSUPPORTED_PROTOCOL_VERSION));
+        log.forgiven.count_if(status.is_success() && !refused_headers);
+        reply
     }
 
     async fn route(&self, mut request: http::Request<Bytes>, log: &mut RequestLog, stream: bool) -> Reply {
@@ -244,7 +256,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                 }
             }
         }
-        let admission = Admission { policy: &self.policy, metadata: &self.resource_metadata };
+        let admission = Admission { policy: &self.policy, metadata: &self.resource_metadata, listens: self.legacy_info.notifies };
         match admission.admit(request, log, stream) {
             Ok(Admitted::Request(request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, stream).await,
             Ok(Admitted::Other(request, id)) => self.dispatch(request, None, id, log, stream).await,
@@ -267,7 +279,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             Ok(Admitted::EndSession(request, principal)) => Reply::Whole(legacy::end_session(self.sessions(), &request, &principal).await),
             Ok(Admitted::Legacy(call)) => {
                 let legacy = Legacy { sessions: self.sessions(), info: &self.legacy_info, tool_schema: &*self.tool_schemas };
-                match legacy.step(call).await {
+                match legacy.step(call, log).await {
                     Step::Answered(response) => Reply::Whole(response),
                     // The modern request it means passes every modern
                     // check, then is served, and answered, for its era.

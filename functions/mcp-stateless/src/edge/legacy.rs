@@ -12,7 +12,7 @@
 //! Nothing is kept in the process: the session travels sealed in
 //! `Mcp-Session-Id` (`crate::sessions`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use base64::{Engine, prelude::BASE64_STANDARD};
 use bytes::Bytes;
@@ -23,8 +23,9 @@ use serde_json::{Map, Value, json};
 use crate::{
     edge::{
         error::{code, jsonrpc_error_response},
+        request_log::RequestLog,
         stream::Guard,
-        tolerance::{self, Tolerated},
+        tolerance::Tolerated,
     },
     protocol::{
         LEGACY_VERSIONS, SUPPORTED_VERSIONS,
@@ -35,6 +36,7 @@ use crate::{
         LegacySessions, Session, SessionError, SessionState,
         mailbox::{ASK_IDS, AnswerRefusal},
     },
+    subscriptions::OnOpen,
 };
 
 /// The header a legacy session travels in.
@@ -150,7 +152,7 @@ pub(super) struct Legacy<'a> {
 impl Legacy<'_> {
     /// Answers `call`, or turns it into the modern request the handler
     /// serves.
-    pub(super) async fn step(&self, call: LegacyRequest) -> Step {
+    pub(super) async fn step(&self, call: LegacyRequest, log: &mut RequestLog) -> Step {
         let LegacyRequest { request, mut message, id, method, version, principal } = call;
         if method == "initialize" {
             return Step::Answered(self.initialize(&principal, &message, id).await);
@@ -168,7 +170,7 @@ impl Legacy<'_> {
             // Its header named a newer version than the session's, which
             // is what it is served at (era.rs).
             let client = session.client_info.as_ref().and_then(|info| info.get("name")).and_then(Value::as_str);
-            tolerance::note(Tolerated::SessionVersion, client);
+            log.forgiven.add(Tolerated::SessionVersion, client);
         }
         let version = opened.as_ref().map_or(version.to_owned(), |(session, _)| session.protocol_version.clone());
         let params = message.get("params").cloned().unwrap_or_else(|| json!({}));
@@ -271,14 +273,31 @@ pub(super) async fn notification_stream(
 ) -> Result<(http::Request<Bytes>, Era), http::Response<Bytes>> {
     let token = session_token(request.headers()).unwrap_or_default();
     let opened = sessions.open(principal, token).await.map_err(|error| session_error(error, None))?;
-    // One stream per session, across instances: this one replaces any
-    // other, which ends at its next check.
-    let held = sessions.hold_stream(principal, &opened.0).await.map_err(|error| session_error(error, None))?;
+    // One stream per session, across instances: once admitted (within the
+    // caller's bound), this one replaces any other, which ends at its next
+    // check; until then it has replaced nothing and delivers nothing.
+    let held: Arc<OnceLock<String>> = Arc::default();
+    let on_open = {
+        let (sessions, principal, session, held) = (sessions.clone(), principal.clone(), opened.0.clone(), held.clone());
+        OnOpen(Arc::new(move || {
+            let (sessions, principal, session, held) = (sessions.clone(), principal.clone(), session.clone(), held.clone());
+            Box::pin(async move {
+                let stream = sessions.hold_stream(&principal, &session).await.map_err(|error| error.to_string())?;
+                let _ = held.set(stream);
+                Ok(())
+            })
+        }))
+    };
     let guard: Guard = {
         let (sessions, principal, session) = (sessions.clone(), principal.clone(), opened.0.clone());
         Arc::new(move || {
-            let (sessions, principal, session, held) = (sessions.clone(), principal.clone(), session.clone(), held.clone());
-            Box::pin(async move { sessions.holds_stream(&principal, &session, &held).await })
+            let (sessions, principal, session, held) = (sessions.clone(), principal.clone(), session.clone(), held.get().cloned());
+            Box::pin(async move {
+                match held {
+                    Some(stream) => sessions.holds_stream(&principal, &session, &stream).await,
+                    None => true,
+                }
+            })
         })
     };
     let mut notifications = json!({"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true});
@@ -295,6 +314,7 @@ pub(super) async fn notification_stream(
     parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     parts.headers.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
     parts.extensions.insert(NotificationStream(guard));
+    parts.extensions.insert(on_open);
     let headers = standard_headers("subscriptions/listen", &Value::Null, &|_: &str| None);
     let era = Era::Legacy { version: opened.0.protocol_version.clone() };
     Ok((modern_request(http::Request::from_parts(parts, Bytes::new()), &message, headers), era))
@@ -509,7 +529,10 @@ fn annotated_arguments(properties: Option<&Value>, arguments: Option<&Value>, ou
     }
 }
 
-/// `request` with `message` as its body and the modern headers.
+/// `request` with `message` as its body and the modern headers. A standard
+/// header the client sent itself is kept, so the modern checks hold it to
+/// the body as they hold a modern request's (-32020 on a mismatch): an
+/// intermediary may have routed on it.
 fn modern_request(
     request: http::Request<Bytes>,
     message: &Map<String, Value>,
@@ -518,7 +541,9 @@ fn modern_request(
     let (mut parts, _) = request.into_parts();
     parts.headers.insert("mcp-protocol-version", HeaderValue::from_static(SUPPORTED_VERSIONS[0]));
     for (name, value) in headers {
-        parts.headers.insert(name, value);
+        if !parts.headers.contains_key(&name) {
+            parts.headers.insert(name, value);
+        }
     }
     http::Request::from_parts(parts, Bytes::from(serde_json::to_vec(message).unwrap_or_default()))
 }

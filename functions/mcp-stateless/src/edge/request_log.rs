@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use crate::{
     clock::{Clock, SystemClock},
     deployment::Mode,
+    edge::tolerance::Forgiven,
     metrics::{Counter, Counts},
 };
 
@@ -29,6 +30,9 @@ pub(crate) struct RequestLog {
     pub result_type: Option<String>,
     pub error_code: Option<i32>,
     pub trace_id: Option<String>,
+    /// The client shapes the edge forgave this request (`tolerance.rs`),
+    /// counted once it is served.
+    pub forgiven: Forgiven,
 }
 
 /// Names and methods come from the caller: a 900 KB tool name must not

@@ -70,11 +70,37 @@ impl Tolerated {
 /// Whether an instance has logged each shape yet.
 static WARNED: [AtomicBool; Tolerated::ALL.len()] = [const { AtomicBool::new(false) }; Tolerated::ALL.len()];
 
+/// The shapes one request was forgiven, and the client's name for itself:
+/// counted only once the request was served ([`Forgiven::count_if`]), so a
+/// request refused for another reason counts for nothing.
+#[derive(Debug, Default)]
+pub(crate) struct Forgiven(Vec<(Tolerated, Option<String>)>);
+
+impl Forgiven {
+    /// Records `shape`, forgiven to the client that calls itself `client`.
+    pub(super) fn add(&mut self, shape: Tolerated, client: Option<&str>) {
+        if !self.0.iter().any(|(known, _)| *known == shape) {
+            self.0.push((shape, client.map(capped)));
+        }
+    }
+
+    /// Counts every shape recorded when the request was `served`.
+    pub(super) fn count_if(&mut self, served: bool) {
+        for (shape, client) in std::mem::take(&mut self.0) {
+            if served {
+                note(shape, client.as_deref());
+            }
+        }
+    }
+}
+
 /// Counts `shape` for the request being served, and logs it at warn the
-/// first time this instance sees it, with the client's own name for itself.
-pub(crate) fn note(shape: Tolerated, client: Option<&str>) {
+/// first time this instance sees it, with the client's own name for itself;
+/// true when it logged.
+fn note(shape: Tolerated, client: Option<&str>) -> bool {
     metrics::count(shape.counter());
-    if !WARNED[shape as usize].swap(true, Ordering::Relaxed) {
+    let first = !WARNED[shape as usize].swap(true, Ordering::Relaxed);
+    if first {
         tracing::warn!(
             shape = shape.counter().name(),
             client = capped(client.unwrap_or("unknown")),
@@ -82,6 +108,7 @@ pub(crate) fn note(shape: Tolerated, client: Option<&str>) {
             shape.what()
         );
     }
+    first
 }
 
 /// The client's name for itself: `_meta`'s `clientInfo`, else its
@@ -101,22 +128,39 @@ pub(super) fn spoken(version: &str) -> bool {
     SUPPORTED_VERSIONS.contains(&version) || LEGACY_VERSIONS.contains(&version)
 }
 
-/// Rewrites an `MCP-Protocol-Version` that repeats one value (`a, a`, or
-/// the header twice) to that value; true when it did. Anything else (one
-/// value, or values that differ) is left for the strict checks.
-pub(super) fn one_version_header(headers: &mut HeaderMap) -> bool {
+/// What a request's `MCP-Protocol-Version` headers say.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum VersionHeaders {
+    /// None, or one value: for the strict checks.
+    AsSent,
+    /// One value repeated (`a, a`, or the header twice), now rewritten to
+    /// it: tolerated.
+    Repeated,
+    /// Two different values: refused (-32020), whichever came first.
+    Conflicting,
+}
+
+/// Reads every `MCP-Protocol-Version` value, each split at commas, and
+/// rewrites a repeated one to its single value.
+pub(super) fn version_headers(headers: &mut HeaderMap) -> VersionHeaders {
     let mut values = Vec::new();
     for value in headers.get_all(VERSION_HEADER) {
-        let Ok(text) = value.to_str() else { return false };
-        values.extend(text.split(',').map(str::trim));
+        match value.to_str() {
+            Ok(text) => values.extend(text.split(',').map(str::trim)),
+            // Not text: for the strict checks, which refuse it.
+            Err(_) => return VersionHeaders::AsSent,
+        }
     }
-    let Some((first, rest)) = values.split_first() else { return false };
-    if rest.is_empty() || first.is_empty() || rest.iter().any(|value| value != first) {
-        return false;
+    let Some((first, rest)) = values.split_first() else { return VersionHeaders::AsSent };
+    if rest.is_empty() {
+        return VersionHeaders::AsSent;
     }
-    let Ok(one) = HeaderValue::from_str(first) else { return false };
+    if first.is_empty() || rest.iter().any(|value| value != first) {
+        return VersionHeaders::Conflicting;
+    }
+    let Ok(one) = HeaderValue::from_str(first) else { return VersionHeaders::Conflicting };
     headers.insert(VERSION_HEADER, one);
-    true
+    VersionHeaders::Repeated
 }
 
 /// Marks a POST that came without `Accept`: its answer is whole JSON.
@@ -170,19 +214,26 @@ mod tests {
     }
 
     #[test]
-    fn a_header_repeating_one_value_is_that_value_and_nothing_else_is_touched() {
+    fn a_header_repeating_one_value_is_that_value_and_two_values_conflict() {
         for repeated in [&["2026-07-28, 2026-07-28"][..], &["2026-07-28", "2026-07-28"], &["2025-11-25,2025-11-25, 2025-11-25"]] {
             let mut map = headers(repeated);
-            assert!(one_version_header(&mut map), "{repeated:?}");
+            assert_eq!(version_headers(&mut map), VersionHeaders::Repeated, "{repeated:?}");
             let values: Vec<_> = map.get_all(VERSION_HEADER).iter().collect();
             assert_eq!(values.len(), 1);
             assert_eq!(values[0], repeated[0].split(',').next().unwrap().trim());
         }
-        for strict in [&[][..], &["2026-07-28"], &["2026-07-28, 2025-11-25"], &["2026-07-28", "2025-11-25"], &[", "], &["a,"]] {
-            let mut map = headers(strict);
+        for (sent, read) in [
+            (&[][..], VersionHeaders::AsSent),
+            (&["2026-07-28"], VersionHeaders::AsSent),
+            (&["2026-07-28, 2025-11-25"], VersionHeaders::Conflicting),
+            (&["2026-07-28", "2025-11-25"], VersionHeaders::Conflicting),
+            (&[", "], VersionHeaders::Conflicting),
+            (&["a,"], VersionHeaders::Conflicting),
+        ] {
+            let mut map = headers(sent);
             let before = map.clone();
-            assert!(!one_version_header(&mut map), "{strict:?}");
-            assert_eq!(map, before, "{strict:?} untouched");
+            assert_eq!(version_headers(&mut map), read, "{sent:?}");
+            assert_eq!(map, before, "{sent:?} untouched");
         }
     }
 
@@ -218,18 +269,28 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn each_tolerated_shape_is_counted_in_its_own_metric() {
+    async fn each_shape_is_counted_in_its_own_metric_only_when_the_request_was_served() {
         let ((), counts) = metrics::scope(async {
-            note(Tolerated::VersionMismatch, Some("claude-ai"));
-            note(Tolerated::VersionMismatch, None);
-            note(Tolerated::MissingAccept, Some("x".repeat(10_000).as_str()));
+            let mut served = Forgiven::default();
+            served.add(Tolerated::VersionMismatch, Some("claude-ai"));
+            served.add(Tolerated::VersionMismatch, Some("claude-ai"));
+            served.add(Tolerated::MissingAccept, Some("x".repeat(10_000).as_str()));
+            served.count_if(true);
+            let mut refused = Forgiven::default();
+            refused.add(Tolerated::RepeatedVersion, None);
+            refused.count_if(false);
         })
         .await;
-        assert_eq!(counts.get(Counter::ToleratedVersionMismatch), 2);
+        assert_eq!(counts.get(Counter::ToleratedVersionMismatch), 1, "once per request");
         assert_eq!(counts.get(Counter::ToleratedMissingAccept), 1);
-        assert_eq!(counts.get(Counter::ToleratedRepeatedVersion) + counts.get(Counter::ToleratedSessionVersion), 0);
-        assert!(WARNED[Tolerated::VersionMismatch as usize].load(Ordering::Relaxed), "logged once");
+        assert_eq!(counts.get(Counter::ToleratedRepeatedVersion), 0, "refused for another reason: not counted");
         assert_eq!(Tolerated::ALL.map(|shape| shape.counter()).iter().filter(|c| c.is_tolerance()).count(), Tolerated::ALL.len());
+    }
+
+    #[test]
+    fn each_shape_is_logged_once_per_instance() {
+        assert!(note(Tolerated::SessionVersion, Some("a")), "the first is logged");
+        assert!(!note(Tolerated::SessionVersion, Some("b")), "later ones only counted");
     }
 
     #[test]

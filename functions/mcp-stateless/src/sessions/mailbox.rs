@@ -66,9 +66,11 @@ impl LegacySessions {
     }
 
     /// Opens a pending item for each `(id, method)` the server is about to
-    /// send, for `wait` (rounded up to the second): an answer that comes
-    /// when nothing waits for it any more finds no item, and is refused,
-    /// even if the waiting instance died. One write each.
+    /// send, until the wait is surely over (two seconds after it can end):
+    /// an answer that comes when nothing waits for it any more finds no
+    /// item (the call closes them when it stops waiting,
+    /// [`close_answers`](Self::close_answers), and they expire), and is
+    /// refused. One write each.
     pub async fn await_answers(
         &self,
         principal: &Principal,
@@ -77,7 +79,7 @@ impl LegacySessions {
         wait: std::time::Duration,
     ) -> Result<(), SessionError> {
         let now = self.clock.now();
-        let expires_at = now + wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        let expires_at = super::wait_ends(now, wait);
         for (id, method) in asked {
             let key = self.ask_key(principal, session, id);
             let record = HandleRecord {
@@ -242,11 +244,12 @@ mod tests {
         sessions.await_answers(&alice(), &session, &asked, std::time::Duration::from_secs(120)).await.unwrap();
         sessions.close_answers(&alice(), &session, &asked).await;
         assert_eq!(sessions.answer(&alice(), &session, &closed, &response(&closed)).await, Err(AnswerRefusal::NotWaiting));
-        // Its instance died: the item ends with the wait, not a minute after.
+        // Its instance died: the item ends with the wait (and the last
+        // poll's grace), not a minute after.
         let orphan = ASK_IDS.mint();
         let asked = [(orphan.clone(), "elicitation/create".to_owned())];
         sessions.await_answers(&alice(), &session, &asked, std::time::Duration::from_millis(119_500)).await.unwrap();
-        clock.advance(120);
+        clock.advance(122);
         assert_eq!(sessions.answer(&alice(), &session, &orphan, &response(&orphan)).await, Err(AnswerRefusal::NotWaiting));
     }
 

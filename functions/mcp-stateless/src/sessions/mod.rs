@@ -63,6 +63,14 @@ pub const MAX_URI_BYTES: usize = 2048;
 /// client's patience, past which the client is told to retry (HTTP 503).
 const MAX_WRITE_ATTEMPTS: u32 = 8;
 const FIRST_RETRY_DELAY: Duration = Duration::from_millis(10);
+/// When a wait of `wait` from `now` (epoch seconds, cut down) is surely
+/// over: rounded up, plus the waiting call's last poll (it reads at most a
+/// second apart) and a second for the clock's cut. An item that must
+/// outlive the wait expires then.
+pub(crate) fn wait_ends(now: u64, wait: Duration) -> u64 {
+    now + wait.as_secs() + u64::from(wait.subsec_nanos() > 0) + 2
+}
+
 /// The absolute bound of the items kept here: longer than any session.
 const ITEM_DEADLINE: Duration = Duration::from_secs(366 * 24 * 3600);
 
@@ -335,9 +343,16 @@ impl LegacySessions {
                         // Only `expires_at`, which every write sets, ends it.
                         deadline: now + ITEM_DEADLINE.as_secs(),
                     };
-                    // A concurrent first change makes this create fail on
-                    // the table: read again and apply on top of it.
-                    self.store.create(key, &record).await.is_ok()
+                    match self.store.create(key, &record).await {
+                        Ok(()) => true,
+                        // A concurrent first change made it fail: read
+                        // again and apply on top of it. Anything else is
+                        // the store failing, not contention.
+                        Err(error) => match self.store.get(key, now).await? {
+                            Lookup::Found(_) => false,
+                            _ => return Err(error.into()),
+                        },
+                    }
                 }
             };
             if written {

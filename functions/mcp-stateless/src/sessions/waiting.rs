@@ -6,8 +6,8 @@
 //! of its current wait; it renews the lease at each question and gives it
 //! back when it ends. What is counted is the calls waiting now, not the
 //! calls started in some window, and an instance that dies holding leases
-//! frees them when their waits would have ended: never later than one
-//! wait after its last question.
+//! frees them when their waits are surely over: never later than one wait
+//! (and two seconds) after its last question.
 
 use std::time::Duration;
 
@@ -37,8 +37,8 @@ impl LegacySessions {
                     full = true;
                     return Err(SessionError::Refused(String::new()));
                 }
-                // Rounded up: the lease never ends before the wait does.
-                leases.insert(call.to_owned(), Value::from(now + wait.as_secs() + 1));
+                // The lease never ends before the wait does.
+                leases.insert(call.to_owned(), Value::from(super::wait_ends(now, wait)));
                 Ok(latest(leases, now))
             })
             .await;
@@ -121,10 +121,10 @@ mod tests {
             assert!(!sessions.keep_waiting(&alice(), "newcomer", WAIT).await.unwrap(), "still ten waiting");
         }
         // The instance holding them dies: no renewal, no give-back. The
-        // caller may ask again once their waits would have ended.
-        clock.advance(WAIT.as_secs());
+        // caller may ask again once their waits are surely over.
+        clock.advance(WAIT.as_secs() + 1);
         assert!(!sessions.keep_waiting(&alice(), "newcomer", WAIT).await.unwrap(), "not before");
         clock.advance(1);
-        assert!(sessions.keep_waiting(&alice(), "newcomer", WAIT).await.unwrap(), "one wait later");
+        assert!(sessions.keep_waiting(&alice(), "newcomer", WAIT).await.unwrap(), "one wait (and its grace) later");
     }
 }

@@ -37,6 +37,13 @@ pub use super::task_ids::TaskIdsFilter;
 #[derive(Debug, Clone, Copy)]
 pub struct ListenNotServed;
 
+/// What a stream's opener runs once the stream is admitted (its caller's
+/// bound taken), before it watches anything; an error ends the stream with
+/// that message. A 2025-era session's notification stream makes itself the
+/// session's one here, so a stream refused at its bound replaces nothing.
+#[derive(Clone)]
+pub struct OnOpen(pub std::sync::Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<(), String>> + Send + Sync>);
+
 const TOO_MANY_STREAMS: &str = "You have too many subscriptions/listen streams open. Close one you no longer need, or wait for one to end.";
 
 /// How far back a change counts as made after the acknowledgement: the
@@ -66,6 +73,7 @@ impl Subscriptions {
         }
         let ctx = CallContext::of(request)?;
         let task_ids = parts.and_then(|p| p.extensions.get::<TaskIdsFilter>()).cloned().unwrap_or_default().0;
+        let on_open = parts.and_then(|p| p.extensions.get::<OnOpen>()).cloned();
         let deadline = parts.and_then(|p| p.extensions.get::<EntryFacts>()).and_then(|facts| facts.deadline);
 
         let key = QuotaKey::new(&ctx.principal.binding_id(), "lst", self.policy.lifetime, self.clock.now());
@@ -82,7 +90,14 @@ impl Subscriptions {
         if let Err(error) = self.record_live().await {
             tracing::warn!(%error, "could not record this deployment's lists in the change feed");
         }
-        let outcome = self.watch(&context, &ctx, watched, &task_ids, lifetime, recent).await;
+        let outcome = match on_open {
+            Some(OnOpen(open)) => open().await.map_err(|reason| ErrorData::invalid_request(reason, None)),
+            None => Ok(()),
+        };
+        let outcome = match outcome {
+            Ok(()) => self.watch(&context, &ctx, watched, &task_ids, lifetime, recent).await,
+            refused => refused,
+        };
         if let Err(error) = self.quota.give_back(&key).await {
             tracing::warn!(%error, "open-stream count not given back; it lapses with its window");
         }
