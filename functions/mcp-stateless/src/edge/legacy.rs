@@ -262,6 +262,33 @@ pub(super) async fn end_session(sessions: &LegacySessions, request: &http::Reque
 #[derive(Clone)]
 pub(super) struct NotificationStream(pub Guard);
 
+/// A session's notification stream, and its id once it made itself the
+/// session's one.
+struct HeldStream {
+    sessions: LegacySessions,
+    principal: Principal,
+    session: Session,
+    id: OnceLock<String>,
+}
+
+impl HeldStream {
+    /// Makes this stream the session's one (`subscriptions::OnOpen`).
+    async fn claim(&self) -> Result<(), String> {
+        let id = self.sessions.hold_stream(&self.principal, &self.session).await.map_err(|error| error.to_string())?;
+        let _ = self.id.set(id);
+        Ok(())
+    }
+
+    /// Whether it may go on: it is still the session's one, or it has not
+    /// claimed yet (and so sends nothing).
+    async fn holds(&self) -> bool {
+        match self.id.get() {
+            Some(id) => self.sessions.holds_stream(&self.principal, &self.session, id).await,
+            None => true,
+        }
+    }
+}
+
 /// `GET` with a session: the session's notification stream, served as the
 /// listen stream it means (every list the server has, and the resources
 /// the session subscribed to when it opened), bounded and counted per
@@ -276,30 +303,19 @@ pub(super) async fn notification_stream(
     // One stream per session, across instances: once admitted (within the
     // caller's bound), this one replaces any other, which ends at its next
     // check; until then it has replaced nothing and delivers nothing.
-    let held: Arc<OnceLock<String>> = Arc::default();
+    let held =
+        Arc::new(HeldStream { sessions: sessions.clone(), principal: principal.clone(), session: opened.0.clone(), id: OnceLock::new() });
     let on_open = {
-        let (sessions, principal, session, held) = (sessions.clone(), principal.clone(), opened.0.clone(), held.clone());
+        let held = held.clone();
         OnOpen(Arc::new(move || {
-            let (sessions, principal, session, held) = (sessions.clone(), principal.clone(), session.clone(), held.clone());
-            Box::pin(async move {
-                let stream = sessions.hold_stream(&principal, &session).await.map_err(|error| error.to_string())?;
-                let _ = held.set(stream);
-                Ok(())
-            })
+            let held = held.clone();
+            Box::pin(async move { held.claim().await })
         }))
     };
-    let guard: Guard = {
-        let (sessions, principal, session) = (sessions.clone(), principal.clone(), opened.0.clone());
-        Arc::new(move || {
-            let (sessions, principal, session, held) = (sessions.clone(), principal.clone(), session.clone(), held.get().cloned());
-            Box::pin(async move {
-                match held {
-                    Some(stream) => sessions.holds_stream(&principal, &session, &stream).await,
-                    None => true,
-                }
-            })
-        })
-    };
+    let guard: Guard = Arc::new(move || {
+        let held = held.clone();
+        Box::pin(async move { held.holds().await })
+    });
     let mut notifications = json!({"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true});
     if !opened.1.subscriptions.is_empty() {
         notifications["resourceSubscriptions"] = json!(opened.1.subscriptions);

@@ -143,6 +143,13 @@ pub(super) enum VersionHeaders {
 /// Reads every `MCP-Protocol-Version` value, each split at commas, and
 /// rewrites a repeated one to its single value.
 pub(super) fn version_headers(headers: &mut HeaderMap) -> VersionHeaders {
+    // The common case, one header with one value, costs no allocation.
+    let mut sent = headers.get_all(VERSION_HEADER).iter();
+    match (sent.next(), sent.next()) {
+        (None, _) => return VersionHeaders::AsSent,
+        (Some(one), None) if !one.as_bytes().contains(&b',') => return VersionHeaders::AsSent,
+        _ => {}
+    }
     let mut values = Vec::new();
     for value in headers.get_all(VERSION_HEADER) {
         match value.to_str() {

@@ -197,7 +197,7 @@ impl LegacySessions {
             expires_at: opened.expires_at,
         };
         let state = match self.store.get(&self.key(principal, &session), self.clock.now()).await? {
-            Lookup::Found(record) if record.data.get("ended").and_then(Value::as_bool) == Some(true) => {
+            Lookup::Found(record) if is_ended(&record.data) => {
                 return Err(SessionError::NotFound);
             }
             Lookup::Found(record) => state_of(&record.data),
@@ -237,28 +237,26 @@ impl LegacySessions {
     /// replaced by a newer `GET`, and the session not ended. One read; a
     /// store that cannot be read leaves the stream as it is.
     pub async fn holds_stream(&self, principal: &Principal, session: &Session, stream: &str) -> bool {
-        match self.store.get(&self.key(principal, session), self.clock.now()).await {
-            Ok(Lookup::Found(record)) => {
-                record.data.get("ended").and_then(Value::as_bool) != Some(true)
-                    && record.data.get("stream").and_then(Value::as_str) == Some(stream)
-            }
-            Ok(_) => false,
-            Err(error) => {
-                tracing::warn!(%error, "could not check the session's notification stream");
-                true
-            }
-        }
+        self.read_item(principal, session)
+            .await
+            .is_none_or(|data| !is_ended(&data) && data.get("stream").and_then(Value::as_str) == Some(stream))
     }
 
     /// Whether `DELETE` ended the session since it was opened. One read; a
     /// store that cannot be read says no.
     pub async fn ended(&self, principal: &Principal, session: &Session) -> bool {
+        self.read_item(principal, session).await.is_some_and(|data| is_ended(&data))
+    }
+
+    /// The data of the session's item (`null` when it has none), or none
+    /// when the store cannot be read, which is logged.
+    async fn read_item(&self, principal: &Principal, session: &Session) -> Option<Value> {
         match self.store.get(&self.key(principal, session), self.clock.now()).await {
-            Ok(Lookup::Found(record)) => record.data.get("ended").and_then(Value::as_bool) == Some(true),
-            Ok(_) => false,
+            Ok(Lookup::Found(record)) => Some(record.data),
+            Ok(_) => Some(Value::Null),
             Err(error) => {
-                tracing::warn!(%error, "could not check whether the session ended");
-                false
+                tracing::warn!(%error, "could not read the session's item");
+                None
             }
         }
     }
@@ -363,6 +361,11 @@ impl LegacySessions {
             }
         }
     }
+}
+
+/// Whether a session's item says `DELETE` ended it.
+fn is_ended(data: &Value) -> bool {
+    data.get("ended").and_then(Value::as_bool) == Some(true)
 }
 
 fn state_of(data: &Value) -> SessionState {

@@ -170,8 +170,8 @@ impl Subscriptions {
         capabilities
     }
 
-    /// What a stream accepts of `requested`: `None` (-32601) where streams
-    /// do not exist. rmcp narrows it further to what is advertised.
+    /// What a stream accepts of `requested` (never `None`, which rmcp
+    /// answers -32601). rmcp narrows it further to what is advertised.
     ///
     /// Where streams are not served, the subset honoured is empty and the
     /// stream ends at once with its completion result ([`Self::listen`]):
