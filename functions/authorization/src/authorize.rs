@@ -1,0 +1,370 @@
+//! The browser's part of signing in (RFC 6749, 4.1, with PKCE S256 only):
+//!
+//! 1. `GET /oauth/authorize`: the client and its redirect URI are checked
+//!    first; until both are, a problem gets an error page and no redirect
+//!    (an open redirect otherwise). Then the request itself; its problems
+//!    go back to the client, with `state` and `iss` (RFC 9207). A good
+//!    request gets the consent page, which carries it sealed and bound to
+//!    this browser's cookie.
+//! 2. `POST /oauth/consent`: the form opens only with the cookie of the
+//!    browser it was shown in (CSRF), once. Approval sends the browser to
+//!    the upstream provider with a sealed `state`, bound to the same
+//!    cookie. Nothing is forwarded upstream before the user approves: a
+//!    provider that remembers the user cannot be made to sign them in for
+//!    a client they never saw (the spec's "confused deputy").
+//! 3. `GET /oauth/callback`: the state opens only in the browser that
+//!    approved, once; the provider's code becomes the user's subject, and
+//!    the client gets a code of this server's, good once for a minute.
+
+use aws_lc_rs::digest::{SHA256, digest};
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
+use mcp_stateless::{random, sealed::redemption::Redemption};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    clients::{ClientError, redirect::RedirectUri},
+    grants::{CodeGrant, key_of, new_secret},
+    pages::{self, Consent},
+    responses::{self, ErrorCode},
+    sealing::{Purpose, SealingError},
+    server::{AuthorizationServer, Endpoints, PATHS, parameter, parameters},
+    upstream::UpstreamError,
+};
+
+/// The browser cookie's name when the issuer is https: `__Host-` makes the
+/// browser keep it to this host, over https, for every path.
+const SECURE_COOKIE: &str = "__Host-mcp-oauth";
+/// Its name on a loopback issuer over http (local runs), where browsers
+/// refuse `__Host-` and `Secure` cookies.
+const LOCAL_COOKIE: &str = "mcp-oauth";
+
+/// An authorization request that passed every check, as the consent page
+/// carries it (sealed) to the approval.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Approved {
+    client_id: String,
+    /// As the client sent it (its port, for loopback).
+    redirect_uri: String,
+    state: Option<String>,
+    challenge: String,
+    scope: String,
+    resource: String,
+}
+
+/// The sign-in at the provider, as its `state` carries it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct InFlight {
+    request: Approved,
+    verifier: String,
+    nonce: String,
+}
+
+/// A request that failed after its redirect URI was trusted: sent back there.
+struct Refusal {
+    code: ErrorCode,
+    description: String,
+}
+
+fn refusal(code: ErrorCode, description: impl Into<String>) -> Refusal {
+    Refusal { code, description: description.into() }
+}
+
+impl AuthorizationServer {
+    fn cookie_name(endpoints: &Endpoints) -> &'static str {
+        if endpoints.issuer.starts_with("https://") { SECURE_COOKIE } else { LOCAL_COOKIE }
+    }
+
+    /// This browser's binding, if it sent one: 32 random bytes, base64url.
+    fn browser(headers: &HeaderMap, name: &str) -> Option<String> {
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.to_owned())
+            .filter(|value| value.len() == 43 && value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+    }
+
+    /// The client's redirect with `pairs`, `state` and `iss` (RFC 9207).
+    fn answer_client(endpoints: &Endpoints, redirect_uri: &str, state: Option<&str>, pairs: &[(&str, &str)]) -> Response<Bytes> {
+        let mut all: Vec<(&str, &str)> = pairs.to_vec();
+        if let Some(state) = state {
+            all.push(("state", state));
+        }
+        all.push(("iss", &endpoints.issuer));
+        // The redirect URI was checked against the client's before any
+        // answer is sent to it.
+        let location = match RedirectUri::parse(redirect_uri) {
+            Ok(uri) => uri.with_query(&all, redirect_uri),
+            Err(_) => return pages::error(StatusCode::BAD_REQUEST, "The redirect URI is not valid."),
+        };
+        responses::redirect(&location)
+    }
+
+    fn refuse_to_client(endpoints: &Endpoints, redirect_uri: &str, state: Option<&str>, refusal: Refusal) -> Response<Bytes> {
+        tracing::info!(error = refusal.code.as_str(), description = %refusal.description, "authorization refused");
+        Self::answer_client(
+            endpoints,
+            redirect_uri,
+            state,
+            &[("error", refusal.code.as_str()), ("error_description", &refusal.description)],
+        )
+    }
+
+    /// `GET /oauth/authorize`.
+    pub(crate) async fn authorize(&self, request: &Request<Bytes>) -> Response<Bytes> {
+        let endpoints = self.endpoints(request.headers());
+        let pairs = match parameters(request.uri().query().unwrap_or_default()) {
+            Ok(pairs) => pairs,
+            Err(why) => return pages::error(StatusCode::BAD_REQUEST, &why),
+        };
+        let Some(client_id) = parameter(&pairs, "client_id") else {
+            return pages::error(StatusCode::BAD_REQUEST, "The request names no client (client_id).");
+        };
+        let client = match self.parts.clients.find(client_id).await {
+            Ok(client) => client,
+            Err(ClientError::Unknown(why)) => {
+                return pages::error(StatusCode::BAD_REQUEST, &format!("The client is not known here: {why}."));
+            }
+            Err(ClientError::Unavailable(why)) => {
+                tracing::warn!(%why, "a client could not be looked up");
+                return pages::error(StatusCode::SERVICE_UNAVAILABLE, "The client could not be looked up just now; try again.");
+            }
+        };
+        // OAuth 2.1, 4.1.1: with one registered URI the parameter may be left out.
+        let redirect_uri = match parameter(&pairs, "redirect_uri") {
+            Some(requested) => requested.to_owned(),
+            None if client.redirect_uris.len() == 1 => client.redirect_uris[0].as_str().to_owned(),
+            None => return pages::error(StatusCode::BAD_REQUEST, "The request names no redirect URI (redirect_uri)."),
+        };
+        let Some(registered) = client.redirect_uri(&redirect_uri).cloned() else {
+            return pages::error(StatusCode::BAD_REQUEST, "The redirect URI is not one this client registered.");
+        };
+        let state = parameter(&pairs, "state");
+        let approved = match self.check_request(&pairs, &endpoints, &client.id, &redirect_uri) {
+            Ok(approved) => approved,
+            Err(refusal) => return Self::refuse_to_client(&endpoints, &redirect_uri, state, refusal),
+        };
+        if self.parts.upstream.is_none() {
+            tracing::error!("sign-in is not set up: MCP_OAUTH_UPSTREAM_ISSUER and MCP_OAUTH_UPSTREAM_CLIENT_ID are unset");
+            return pages::error(StatusCode::INTERNAL_SERVER_ERROR, "Sign-in is not set up on this server.");
+        }
+        let cookie_name = Self::cookie_name(&endpoints);
+        let (browser, fresh) = match Self::browser(request.headers(), cookie_name) {
+            Some(browser) => (browser, false),
+            None => (URL_SAFE_NO_PAD.encode(random::bytes::<32>()), true),
+        };
+        let lifetime = self.parts.settings.lifetimes.sign_in;
+        let sealed = match self.parts.seals.seal(Purpose::Consent, &browser, &approved, lifetime).await {
+            Ok(sealed) => sealed,
+            Err(_) => {
+                let refusal = refusal(ErrorCode::TemporarilyUnavailable, "sign-in is unavailable; try again");
+                return Self::refuse_to_client(&endpoints, &redirect_uri, state, refusal);
+            }
+        };
+        let scopes: Vec<String> = approved.scope.split(' ').map(str::to_owned).collect();
+        let action = format!("{}{}", endpoints.issuer, PATHS.consent);
+        let mut page = pages::consent(&Consent {
+            client: &client,
+            redirect_shown: registered.shown_as(),
+            destination: registered.destination(),
+            scopes: &scopes,
+            resource: &approved.resource,
+            sealed_request: &sealed,
+            action: &action,
+        });
+        if fresh {
+            let secure = if cookie_name == SECURE_COOKIE { "; Secure" } else { "" };
+            let cookie = format!("{cookie_name}={browser}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}", lifetime.as_secs());
+            if let Ok(value) = HeaderValue::from_str(&cookie) {
+                page.headers_mut().append(header::SET_COOKIE, value);
+            }
+        }
+        page
+    }
+
+    /// The request's own checks, once its client and redirect URI are trusted.
+    fn check_request(
+        &self,
+        pairs: &[(String, String)],
+        endpoints: &Endpoints,
+        client_id: &str,
+        redirect_uri: &str,
+    ) -> Result<Approved, Refusal> {
+        if parameter(pairs, "response_type") != Some("code") {
+            return Err(refusal(ErrorCode::UnsupportedResponseType, "response_type must be code"));
+        }
+        // OAuth 2.1, 4.1.1: no method means plain, which is not taken.
+        if parameter(pairs, "code_challenge_method") != Some("S256") {
+            return Err(refusal(ErrorCode::InvalidRequest, "PKCE is required, with code_challenge_method S256"));
+        }
+        let challenge = parameter(pairs, "code_challenge").unwrap_or_default();
+        if challenge.len() != 43 || !challenge.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+            return Err(refusal(ErrorCode::InvalidRequest, "code_challenge must be a base64url SHA-256"));
+        }
+        // RFC 8707: the only resource here is this MCP server. A client
+        // that sends none (some do; the spec says they must) gets it too.
+        if let Some(resource) = parameter(pairs, "resource")
+            && resource.trim_end_matches('/') != endpoints.resource.trim_end_matches('/')
+        {
+            return Err(refusal(ErrorCode::InvalidTarget, format!("tokens here are for {} only", endpoints.resource)));
+        }
+        let offered = &self.parts.settings.scopes;
+        let scope = match parameter(pairs, "scope") {
+            None => offered.join(" "),
+            // Scopes not offered are left out of the grant (RFC 6749, 3.3).
+            Some(asked) => {
+                let granted: Vec<&str> = asked.split(' ').filter(|scope| offered.iter().any(|o| o == scope)).collect();
+                if granted.is_empty() {
+                    return Err(refusal(ErrorCode::InvalidScope, format!("the scopes offered are: {}", offered.join(" "))));
+                }
+                granted.join(" ")
+            }
+        };
+        Ok(Approved {
+            client_id: client_id.to_owned(),
+            redirect_uri: redirect_uri.to_owned(),
+            state: parameter(pairs, "state").map(str::to_owned),
+            challenge: challenge.to_owned(),
+            scope,
+            resource: endpoints.resource.clone(),
+        })
+    }
+
+    /// A sealed record of `purpose` from this browser, opened and spent once.
+    async fn open_once<T: serde::de::DeserializeOwned>(
+        &self,
+        headers: &HeaderMap,
+        endpoints: &Endpoints,
+        purpose: Purpose,
+        sealed: Option<&str>,
+    ) -> Result<T, Response<Bytes>> {
+        let expired =
+            || pages::error(StatusCode::BAD_REQUEST, "This sign-in has expired, was already answered, or was started in another browser.");
+        let browser = Self::browser(headers, Self::cookie_name(endpoints)).ok_or_else(|| {
+            pages::error(
+                StatusCode::BAD_REQUEST,
+                "This browser did not keep the sign-in's cookie: allow cookies for this site and start again.",
+            )
+        })?;
+        let opened = match self.parts.seals.open::<T>(purpose, &browser, sealed.unwrap_or_default()).await {
+            Ok(opened) => opened,
+            Err(SealingError::Unavailable(why)) => {
+                tracing::error!(%why, "sealing keys unavailable");
+                return Err(pages::error(StatusCode::SERVICE_UNAVAILABLE, "Sign-in is unavailable just now; try again."));
+            }
+            Err(_) => return Err(expired()),
+        };
+        match self.parts.ledger.redeem(&opened.jti, opened.expires_at, self.parts.clock.now()).await {
+            Ok(Redemption::First) => Ok(opened.value),
+            Ok(Redemption::Replay) => Err(expired()),
+            Err(error) => {
+                tracing::error!(%error, "single-use ledger unavailable");
+                Err(pages::error(StatusCode::SERVICE_UNAVAILABLE, "Sign-in is unavailable just now; try again."))
+            }
+        }
+    }
+
+    /// `POST /oauth/consent`.
+    pub(crate) async fn consent(&self, request: &Request<Bytes>) -> Response<Bytes> {
+        let endpoints = self.endpoints(request.headers());
+        let form = std::str::from_utf8(request.body()).ok().and_then(|body| parameters(body).ok()).unwrap_or_default();
+        let approved: Approved = match self.open_once(request.headers(), &endpoints, Purpose::Consent, parameter(&form, "request")).await {
+            Ok(approved) => approved,
+            Err(page) => return page,
+        };
+        let state = approved.state.as_deref();
+        if parameter(&form, "decision") != Some("approve") {
+            return Self::refuse_to_client(
+                &endpoints,
+                &approved.redirect_uri,
+                state,
+                refusal(ErrorCode::AccessDenied, "the user denied access"),
+            );
+        }
+        let Some(upstream) = &self.parts.upstream else {
+            return pages::error(StatusCode::INTERNAL_SERVER_ERROR, "Sign-in is not set up on this server.");
+        };
+        let browser = Self::browser(request.headers(), Self::cookie_name(&endpoints)).unwrap_or_default();
+        let verifier = URL_SAFE_NO_PAD.encode(random::bytes::<32>());
+        let challenge = URL_SAFE_NO_PAD.encode(digest(&SHA256, verifier.as_bytes()));
+        let nonce = URL_SAFE_NO_PAD.encode(random::bytes::<16>());
+        let in_flight = InFlight { request: approved.clone(), verifier, nonce: nonce.clone() };
+        let lifetime = self.parts.settings.lifetimes.sign_in;
+        let unavailable = || refusal(ErrorCode::TemporarilyUnavailable, "sign-in is unavailable; try again");
+        let Ok(sealed) = self.parts.seals.seal(Purpose::UpstreamState, &browser, &in_flight, lifetime).await else {
+            return Self::refuse_to_client(&endpoints, &approved.redirect_uri, state, unavailable());
+        };
+        let callback = format!("{}{}", endpoints.issuer, PATHS.callback);
+        match upstream.authorization_url(&callback, &sealed, &challenge, &nonce).await {
+            Ok(location) => responses::redirect(&location),
+            Err(error) => {
+                tracing::error!(%error, "the upstream provider is unavailable");
+                Self::refuse_to_client(&endpoints, &approved.redirect_uri, state, unavailable())
+            }
+        }
+    }
+
+    /// `GET /oauth/callback`.
+    pub(crate) async fn callback(&self, request: &Request<Bytes>) -> Response<Bytes> {
+        let endpoints = self.endpoints(request.headers());
+        let pairs = parameters(request.uri().query().unwrap_or_default()).unwrap_or_default();
+        let in_flight: InFlight =
+            match self.open_once(request.headers(), &endpoints, Purpose::UpstreamState, parameter(&pairs, "state")).await {
+                Ok(in_flight) => in_flight,
+                Err(page) => return page,
+            };
+        let approved = &in_flight.request;
+        let (redirect_uri, state) = (approved.redirect_uri.as_str(), approved.state.as_deref());
+        let Some(upstream) = &self.parts.upstream else {
+            return pages::error(StatusCode::INTERNAL_SERVER_ERROR, "Sign-in is not set up on this server.");
+        };
+        let Some(code) = parameter(&pairs, "code") else {
+            let said = parameter(&pairs, "error").unwrap_or("no code");
+            return Self::refuse_to_client(
+                &endpoints,
+                redirect_uri,
+                state,
+                refusal(ErrorCode::AccessDenied, format!("sign-in did not complete: {said}")),
+            );
+        };
+        let callback = format!("{}{}", endpoints.issuer, PATHS.callback);
+        let now = self.parts.clock.now();
+        let subject = match upstream.subject(code, &in_flight.verifier, &callback, &in_flight.nonce, now).await {
+            Ok(subject) => subject,
+            Err(UpstreamError::Refused(why)) => {
+                tracing::warn!(%why, "the upstream sign-in was refused");
+                return Self::refuse_to_client(&endpoints, redirect_uri, state, refusal(ErrorCode::AccessDenied, "sign-in was refused"));
+            }
+            Err(UpstreamError::Unavailable(why)) => {
+                tracing::error!(%why, "the upstream provider is unavailable");
+                let refusal = refusal(ErrorCode::TemporarilyUnavailable, "sign-in is unavailable; try again");
+                return Self::refuse_to_client(&endpoints, redirect_uri, state, refusal);
+            }
+        };
+        let code = new_secret();
+        let grant = CodeGrant {
+            client_id: approved.client_id.clone(),
+            redirect_uri: approved.redirect_uri.clone(),
+            code_challenge: approved.challenge.clone(),
+            resource: approved.resource.clone(),
+            scope: approved.scope.clone(),
+            subject,
+            expires_at: now + self.parts.settings.lifetimes.code.as_secs(),
+        };
+        if let Err(error) = self.parts.grants.put_code(&key_of(&code), &grant).await {
+            tracing::error!(%error, "an authorization code could not be stored");
+            return Self::refuse_to_client(
+                &endpoints,
+                redirect_uri,
+                state,
+                refusal(ErrorCode::ServerError, "the code could not be issued"),
+            );
+        }
+        Self::answer_client(&endpoints, redirect_uri, state, &[("code", &code)])
+    }
+}

@@ -1,0 +1,181 @@
+//! Grants in the stack's table (see mcp-aws's `dynamo` for the item map),
+//! keyed by the SHA-256 of the secret the client holds:
+//!
+//! | `pk` | attributes |
+//! |---|---|
+//! | `oauth#code#<sha256(code)>` | `grant` (JSON), `expires_at` |
+//! | `oauth#refresh#<sha256(token)>` | `grant` (JSON), `expires_at`, `used_at` once used |
+//! | `oauth#family#<family id>` | `expires_at`: the family is revoked until then |
+//!
+//! Costs: a code is one write to keep and one conditional delete to take;
+//! a refresh is one conditional update (marking the token used), one
+//! consistent read of the family and one write (the next token). A reused
+//! token costs a read and a write more, revoking the family.
+
+use aws_sdk_dynamodb::{
+    Client,
+    error::{ProvideErrorMetadata, SdkError},
+    types::{AttributeValue, ReturnValue},
+};
+use futures::future::BoxFuture;
+use mcp_stateless::storage::StoreError;
+
+use crate::grants::{CodeGrant, GrantStore, RefreshGrant, Rotation};
+
+const CODE: &str = "oauth#code#";
+const REFRESH: &str = "oauth#refresh#";
+const FAMILY: &str = "oauth#family#";
+
+type Item = std::collections::HashMap<String, AttributeValue>;
+
+/// The grants, in `table`.
+pub struct DynamoGrants {
+    client: Client,
+    table: String,
+}
+
+impl DynamoGrants {
+    /// In `table`.
+    pub fn new(client: Client, table: &str) -> Self {
+        Self { client, table: table.to_owned() }
+    }
+
+    async fn put(&self, pk: String, grant: &impl serde::Serialize, expires_at: u64) -> Result<(), StoreError> {
+        let grant = serde_json::to_string(grant).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", AttributeValue::S(pk))
+            .item("grant", AttributeValue::S(grant))
+            .item("expires_at", n(expires_at))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn get(&self, pk: String) -> Result<Option<Item>, StoreError> {
+        let answer = self.client.get_item().table_name(&self.table).key("pk", AttributeValue::S(pk)).consistent_read(true).send().await;
+        Ok(answer.map_err(unavailable)?.item)
+    }
+
+    async fn family_revoked(&self, family: &str, now: u64) -> Result<bool, StoreError> {
+        Ok(self.get(format!("{FAMILY}{family}")).await?.is_some_and(|item| expires_at(&item) > now))
+    }
+
+    async fn revoke_family(&self, family: &str, until: u64) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", AttributeValue::S(format!("{FAMILY}{family}")))
+            .item("expires_at", n(until))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+}
+
+fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn expires_at(item: &Item) -> u64 {
+    item.get("expires_at").and_then(|v| v.as_n().ok()).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+fn grant<T: serde::de::DeserializeOwned>(item: &Item) -> Result<T, StoreError> {
+    let text = item.get("grant").and_then(|v| v.as_s().ok()).ok_or_else(|| StoreError::Corrupt("grant is missing".into()))?;
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn unavailable<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(error: SdkError<E, R>) -> StoreError {
+    tracing::error!(error = %aws_sdk_dynamodb::error::DisplayErrorContext(&error), "DynamoDB call failed");
+    StoreError::Unavailable(error.code().unwrap_or("dispatch failure").to_owned())
+}
+
+fn is_condition_failure<E: ProvideErrorMetadata, R>(error: &SdkError<E, R>) -> bool {
+    error.code() == Some("ConditionalCheckFailedException")
+}
+
+impl GrantStore for DynamoGrants {
+    fn put_code<'a>(&'a self, key: &'a str, grant: &'a CodeGrant) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.put(format!("{CODE}{key}"), grant, grant.expires_at))
+    }
+
+    fn take_code<'a>(&'a self, key: &'a str, now: u64) -> BoxFuture<'a, Result<Option<CodeGrant>, StoreError>> {
+        Box::pin(async move {
+            // The delete that finds the item is the one take that gets it.
+            let answer = self
+                .client
+                .delete_item()
+                .table_name(&self.table)
+                .key("pk", AttributeValue::S(format!("{CODE}{key}")))
+                .condition_expression("attribute_exists(pk)")
+                .return_values(ReturnValue::AllOld)
+                .send()
+                .await;
+            let item = match answer {
+                Ok(answer) => answer.attributes,
+                Err(error) if is_condition_failure(&error) => return Ok(None),
+                Err(error) => return Err(unavailable(error)),
+            };
+            match item {
+                Some(item) if expires_at(&item) > now => grant(&item).map(Some),
+                _ => Ok(None),
+            }
+        })
+    }
+
+    fn put_refresh<'a>(&'a self, key: &'a str, grant: &'a RefreshGrant) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(self.put(format!("{REFRESH}{key}"), grant, grant.expires_at))
+    }
+
+    fn use_refresh<'a>(&'a self, key: &'a str, now: u64, revoked_until: u64) -> BoxFuture<'a, Result<Rotation, StoreError>> {
+        Box::pin(async move {
+            let pk = format!("{REFRESH}{key}");
+            let answer = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .key("pk", AttributeValue::S(pk.clone()))
+                .update_expression("SET used_at = :now")
+                .condition_expression("attribute_exists(pk) AND attribute_not_exists(used_at) AND expires_at > :now")
+                .expression_attribute_values(":now", n(now))
+                .return_values(ReturnValue::AllNew)
+                .send()
+                .await;
+            match answer {
+                Ok(answer) => {
+                    let current: RefreshGrant = grant(&answer.attributes.unwrap_or_default())?;
+                    if self.family_revoked(&current.family, now).await? {
+                        return Ok(Rotation::Unknown);
+                    }
+                    Ok(Rotation::Current(current))
+                }
+                Err(error) if is_condition_failure(&error) => {
+                    // Unknown, expired, or used before: only the last ends the family.
+                    let Some(item) = self.get(pk).await?.filter(|item| expires_at(item) > now && item.contains_key("used_at")) else {
+                        return Ok(Rotation::Unknown);
+                    };
+                    let used: RefreshGrant = grant(&item)?;
+                    self.revoke_family(&used.family, revoked_until).await?;
+                    Ok(Rotation::Reused)
+                }
+                Err(error) => Err(unavailable(error)),
+            }
+        })
+    }
+
+    fn revoke_refresh<'a>(&'a self, key: &'a str, client_id: &'a str, revoked_until: u64) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            if let Some(item) = self.get(format!("{REFRESH}{key}")).await? {
+                let known: RefreshGrant = grant(&item)?;
+                if known.client_id == client_id {
+                    self.revoke_family(&known.family, revoked_until).await?;
+                }
+            }
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,246 @@
+//! Fetching a client's metadata document without becoming a way into the
+//! network this server runs in (SSRF; 2026-07-28 security considerations).
+//!
+//! - https only, on the URL's own port;
+//! - the host is resolved here, and a name with any address that is not
+//!   public (loopback, private, link-local, shared, reserved, multicast,
+//!   and IPv4 inside IPv6 forms) is refused;
+//! - the address checked is the address dialled: TLS and HTTP run on that
+//!   connection, with the URL's host as the TLS server name, so a second
+//!   lookup (DNS rebinding) never happens;
+//! - no redirect is followed, the body is read to [`MAX_DOCUMENT_BYTES`],
+//!   and the whole fetch stops after [`FETCH_TIMEOUT`].
+//!
+//! `MCP_OAUTH_CIMD_TRUSTED_HOSTS` names `host:port` pairs whose documents
+//! may come from any address (tests, private deployments); they still take
+//! https, with the system's roots and those `SSL_CERT_FILE` adds.
+
+use std::{
+    net::{IpAddr, Ipv4Addr, SocketAddr},
+    sync::Arc,
+    time::Duration,
+};
+
+use bytes::Bytes;
+use http::{Request, StatusCode, header};
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
+use url::{Host, Url};
+
+/// The largest document read (Cloudflare's provider takes 5 KB too).
+pub const MAX_DOCUMENT_BYTES: usize = 5 * 1024;
+/// The longest a fetch may take, lookup to last byte.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a document was not fetched. Said to the developer on the error page.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum FetchError {
+    /// The host resolves to an address this server does not fetch from.
+    #[error("the client_id's host resolves to an address that is not public")]
+    NotPublic,
+    /// The host could not be resolved or reached, or TLS failed.
+    #[error("the client_id's host could not be reached over https: {0}")]
+    Unreachable(String),
+    /// Not answered with 200 (redirects are not followed).
+    #[error("the client_id URL answered HTTP {0}")]
+    Status(u16),
+    /// Over [`MAX_DOCUMENT_BYTES`].
+    #[error("the client metadata document is over {MAX_DOCUMENT_BYTES} bytes")]
+    TooLarge,
+    /// Over [`FETCH_TIMEOUT`].
+    #[error("the client metadata document took over {} s", FETCH_TIMEOUT.as_secs())]
+    TooSlow,
+}
+
+/// A fetched document, and how long its server says it may be kept.
+pub struct Fetched {
+    /// The body.
+    pub body: Bytes,
+    /// `Cache-Control: max-age`, in seconds, if given (and not `no-store`).
+    pub max_age: Option<u64>,
+}
+
+/// Fetches documents by [the rules above](self).
+pub struct GuardedFetcher {
+    tls: Arc<rustls::ClientConfig>,
+    trusted_hosts: Vec<String>,
+}
+
+impl GuardedFetcher {
+    /// With the system's TLS roots (and `SSL_CERT_FILE`'s).
+    pub fn new(trusted_hosts: Vec<String>) -> Result<Self, String> {
+        let mut roots = rustls::RootCertStore::empty();
+        let found = rustls_native_certs::load_native_certs();
+        for certificate in found.certs {
+            let _ = roots.add(certificate);
+        }
+        if roots.is_empty() {
+            return Err("no TLS root certificates to fetch client metadata documents with".into());
+        }
+        Ok(Self::with_roots(roots, trusted_hosts))
+    }
+
+    /// With `roots` only (tests).
+    pub fn with_roots(roots: rustls::RootCertStore, trusted_hosts: Vec<String>) -> Self {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("the provider supports TLS 1.2 and 1.3")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Self { tls: Arc::new(tls), trusted_hosts }
+    }
+
+    /// `url`'s document. `url` is an https URL with a host (checked by the caller).
+    pub async fn get(&self, url: &Url) -> Result<Fetched, FetchError> {
+        tokio::time::timeout(FETCH_TIMEOUT, self.fetch(url)).await.unwrap_or(Err(FetchError::TooSlow))
+    }
+
+    async fn fetch(&self, url: &Url) -> Result<Fetched, FetchError> {
+        let unreachable = |why: &dyn std::fmt::Display| FetchError::Unreachable(why.to_string());
+        let host = url.host_str().ok_or_else(|| unreachable(&"no host"))?.to_owned();
+        let port = url.port_or_known_default().unwrap_or(443);
+        let trusted = self.trusted_hosts.iter().any(|entry| *entry == format!("{}:{port}", host.to_ascii_lowercase()));
+        let addresses: Vec<SocketAddr> = match url.host() {
+            Some(Host::Ipv4(ip)) => vec![SocketAddr::new(IpAddr::V4(ip), port)],
+            Some(Host::Ipv6(ip)) => vec![SocketAddr::new(IpAddr::V6(ip), port)],
+            _ => tokio::net::lookup_host((host.as_str(), port)).await.map_err(|e| unreachable(&e))?.collect(),
+        };
+        if addresses.is_empty() {
+            return Err(unreachable(&"no address"));
+        }
+        if !trusted && addresses.iter().any(|address| !is_public(address.ip())) {
+            return Err(FetchError::NotPublic);
+        }
+        let tcp = tokio::net::TcpStream::connect(&addresses[..]).await.map_err(|e| unreachable(&e))?;
+        let name = ServerName::try_from(host.trim_start_matches('[').trim_end_matches(']').to_owned()).map_err(|e| unreachable(&e))?;
+        let tls = tokio_rustls::TlsConnector::from(self.tls.clone()).connect(name, tcp).await.map_err(|e| unreachable(&e))?;
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(|e| unreachable(&e))?;
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        let path = &url[url::Position::BeforePath..url::Position::AfterQuery];
+        let authority = &url[url::Position::BeforeHost..url::Position::AfterPort];
+        let request = Request::get(path)
+            .header(header::HOST, authority)
+            .header(header::ACCEPT, "application/json")
+            .header(header::USER_AGENT, concat!("mcp-authorization/", env!("CARGO_PKG_VERSION")))
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| unreachable(&e))?;
+        let response = sender.send_request(request).await.map_err(|e| unreachable(&e))?;
+        if response.status() != StatusCode::OK {
+            return Err(FetchError::Status(response.status().as_u16()));
+        }
+        let max_age = max_age(response.headers());
+        let declared = response.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+        if declared.is_some_and(|length| length > MAX_DOCUMENT_BYTES) {
+            return Err(FetchError::TooLarge);
+        }
+        let body = Limited::new(response.into_body(), MAX_DOCUMENT_BYTES).collect().await.map_err(|_| FetchError::TooLarge)?.to_bytes();
+        Ok(Fetched { body, max_age })
+    }
+}
+
+/// `Cache-Control: max-age=N`, unless the document may not be stored.
+fn max_age(headers: &http::HeaderMap) -> Option<u64> {
+    let value = headers.get(header::CACHE_CONTROL)?.to_str().ok()?.to_ascii_lowercase();
+    if value.contains("no-store") || value.contains("no-cache") {
+        return Some(0);
+    }
+    value.split(',').find_map(|part| part.trim().strip_prefix("max-age=")?.trim_matches('"').parse().ok())
+}
+
+/// Whether `ip` is an address on the public internet (IANA special-purpose
+/// registries, both families; IPv4 carried in IPv6 judged as IPv4).
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public_v4(v4);
+            }
+            let segments = v6.segments();
+            let nat64 = segments[0] == 0x64 && segments[1] == 0xff9b && segments[2..6] == [0, 0, 0, 0];
+            if nat64 {
+                let [a, b] = segments[6].to_be_bytes();
+                let [c, d] = segments[7].to_be_bytes();
+                return is_public_v4(Ipv4Addr::new(a, b, c, d));
+            }
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (segments[0] & 0xfe00) == 0xfc00 // unique local
+                || (segments[0] & 0xffc0) == 0xfe80 // link-local
+                || (segments[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
+                || (segments[0] == 0x2001 && segments[1] == 0x0db8) // documentation
+                || (segments[0] == 0x2001 && segments[1] < 0x0200) // IETF protocol assignments (Teredo, ORCHID, ...)
+                || segments[0] == 0x2002 // 6to4: carries any IPv4 address
+                || segments[0..6] == [0, 0, 0, 0, 0, 0]) // IPv4-compatible (deprecated)
+        }
+    }
+}
+
+fn is_public_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    !(ip.is_private()
+        || ip.is_loopback()
+        || ip.is_link_local()
+        || ip.is_broadcast()
+        || ip.is_documentation()
+        || ip.is_multicast()
+        || ip.is_unspecified()
+        || a == 0
+        || (a == 100 && (b & 0xc0) == 64) // shared address space (CGNAT)
+        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+        || (a == 198 && (b & 0xfe) == 18) // benchmarking
+        || a >= 240) // reserved
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_public_addresses_are_fetched_from() {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "198.18.0.1",
+            "240.0.0.1",
+            "255.255.255.255",
+            "224.0.0.1",
+            "::1",
+            "::",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+            "2002:7f00:1::",
+            "2001:db8::1",
+            "::127.0.0.1",
+        ] {
+            assert!(!is_public(private.parse().unwrap()), "{private}");
+        }
+        for public in ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8"] {
+            assert!(is_public(public.parse().unwrap()), "{public}");
+        }
+    }
+
+    #[test]
+    fn a_document_is_kept_as_long_as_its_server_says() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(header::CACHE_CONTROL, "public, max-age=600".parse().unwrap());
+        assert_eq!(max_age(&headers), Some(600));
+        headers.insert(header::CACHE_CONTROL, "no-store".parse().unwrap());
+        assert_eq!(max_age(&headers), Some(0));
+        assert_eq!(max_age(&http::HeaderMap::new()), None);
+    }
+}

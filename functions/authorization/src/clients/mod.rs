@@ -1,0 +1,113 @@
+//! Who a `client_id` is. Two kinds, neither stored:
+//! - an https URL: a Client ID Metadata Document (CIMD, preferred by both
+//!   MCP revisions), fetched and checked ([`metadata_document`]);
+//! - anything else: an id this server made at registration (RFC 7591),
+//!   which is the registration itself, sealed ([`registration`]).
+
+pub mod metadata_document;
+pub mod metadata_fetch;
+pub mod redirect;
+pub mod registration;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use self::{
+    metadata_document::MetadataDocuments,
+    redirect::{Destination, RedirectUri},
+};
+use crate::sealing::{Purpose, SealingError, Seals};
+
+/// The longest client name kept; longer ones are cut (it is only shown).
+pub const MAX_CLIENT_NAME_CHARS: usize = 100;
+
+/// A client, found from its id.
+#[derive(Debug, Clone)]
+pub struct Client {
+    /// Its `client_id`, as it sent it.
+    pub id: String,
+    /// The name it gave (unverified unless `verified_host` is set).
+    pub name: Option<String>,
+    /// For a metadata document: the host that published it, which the
+    /// consent page names as who vouches for the name.
+    pub verified_host: Option<String>,
+    /// Where it may be answered.
+    pub redirect_uris: Vec<RedirectUri>,
+}
+
+impl Client {
+    /// The registered URI `requested` is, if any.
+    pub fn redirect_uri(&self, requested: &str) -> Option<&RedirectUri> {
+        self.redirect_uris.iter().find(|uri| uri.admits(requested))
+    }
+
+    /// Whether every place it may be answered is on the user's own device.
+    pub fn is_local_only(&self) -> bool {
+        self.redirect_uris.iter().all(|uri| uri.destination() != Destination::Web)
+    }
+}
+
+/// Why a client id names no client.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Not a client: the id is malformed, forged or expired, or its
+    /// metadata document is unusable (the reason says which, for the
+    /// developer).
+    #[error("{0}")]
+    Unknown(String),
+    /// The server could not tell (keys unavailable, or too many
+    /// documents fetched this minute).
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// A registration as its sealed client id carries it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Registered {
+    /// `client_name`.
+    #[serde(rename = "n", default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `redirect_uris`, checked at registration.
+    #[serde(rename = "r")]
+    pub redirect_uris: Vec<String>,
+}
+
+/// Finds clients by id.
+#[derive(Clone)]
+pub struct Clients {
+    seals: Seals,
+    documents: Arc<MetadataDocuments>,
+}
+
+impl Clients {
+    /// Registered ids open with `seals`; metadata documents come from `documents`.
+    pub fn new(seals: Seals, documents: Arc<MetadataDocuments>) -> Self {
+        Self { seals, documents }
+    }
+
+    /// The client `client_id` names.
+    pub async fn find(&self, client_id: &str) -> Result<Client, ClientError> {
+        if client_id.starts_with("https://") {
+            return self.documents.client(client_id).await;
+        }
+        let opened = self.seals.open::<Registered>(Purpose::ClientId, "", client_id).await.map_err(|error| match error {
+            SealingError::Invalid | SealingError::TooLarge => ClientError::Unknown("unknown client_id: register again".into()),
+            SealingError::Unavailable(why) => ClientError::Unavailable(why),
+        })?;
+        let redirect_uris = redirect::parse_all(&opened.value.redirect_uris).map_err(ClientError::Unknown)?;
+        Ok(Client { id: client_id.to_owned(), name: opened.value.name, verified_host: None, redirect_uris })
+    }
+
+    /// The seals registration makes ids with.
+    pub(crate) fn seals(&self) -> &Seals {
+        &self.seals
+    }
+}
+
+/// A name cut to [`MAX_CLIENT_NAME_CHARS`], control characters dropped.
+pub(crate) fn clean_name(name: Option<String>) -> Option<String> {
+    name.map(|name| name.chars().filter(|c| !c.is_control()).take(MAX_CLIENT_NAME_CHARS).collect::<String>())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+}

@@ -1,0 +1,186 @@
+//! Redirect URIs: which a client may register, and whether a request's
+//! redirect URI is one of them.
+//!
+//! 2026-07-28 (basic/authorization, security considerations) asks for https
+//! or localhost redirect URIs, matched exactly. Loopback ones match on any
+//! port (RFC 8252, 7.3: a native app takes whatever port is free). Private-
+//! use schemes (RFC 8252, 7.1) are also taken, because Cursor registers
+//! `cursor://anysphere.cursor-mcp/oauth/callback` beside its https and
+//! localhost ones and returns through it: such a URI reaches an app on the
+//! user's own device, PKCE keeps a code another app intercepts useless,
+//! and the consent page names the scheme and warns. Schemes that run or
+//! read something in the browser itself are refused outright, whatever
+//! their case or spelling, since the check is made on the parsed scheme.
+
+use url::{Host, Url};
+
+/// The most redirect URIs a client may list.
+pub const MAX_REDIRECT_URIS: usize = 10;
+/// The longest redirect URI taken.
+pub const MAX_REDIRECT_URI_BYTES: usize = 2000;
+
+/// Schemes a redirect never uses: each runs or reads something in the
+/// browser, or is a web scheme checked by the rules above.
+const REFUSED_SCHEMES: [&str; 9] = ["javascript", "data", "vbscript", "file", "blob", "about", "ftp", "ws", "wss"];
+
+/// Where a redirect URI leads, as the consent page tells the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Destination {
+    /// An https site.
+    Web,
+    /// A program on the user's own machine (`http://localhost`,
+    /// `127.0.0.1` or `[::1]`, any port).
+    Loopback,
+    /// An app on the user's device, by its own scheme.
+    App,
+}
+
+/// A redirect URI a client may use: parsed, and known to be one of the
+/// three kinds above.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedirectUri {
+    url: Url,
+    destination: Destination,
+}
+
+impl RedirectUri {
+    /// `text` if it may be registered, else why not.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.len() > MAX_REDIRECT_URI_BYTES {
+            return Err(format!("a redirect URI longer than {MAX_REDIRECT_URI_BYTES} bytes"));
+        }
+        let url = Url::parse(text).map_err(|_| "a redirect URI that is not an absolute URI".to_owned())?;
+        if url.fragment().is_some() {
+            return Err("a redirect URI with a fragment (RFC 6749, 3.1.2)".into());
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err("a redirect URI with user information".into());
+        }
+        let destination = match url.scheme() {
+            "https" if url.host().is_some() => Destination::Web,
+            "http" if is_loopback(&url) => Destination::Loopback,
+            "http" | "https" => return Err("an http redirect URI to a host other than loopback: use https".into()),
+            scheme if REFUSED_SCHEMES.contains(&scheme) => return Err(format!("a {scheme}: redirect URI")),
+            _ => Destination::App,
+        };
+        Ok(Self { url, destination })
+    }
+
+    /// Where it leads.
+    pub fn destination(&self) -> Destination {
+        self.destination
+    }
+
+    /// The URI as registered.
+    pub fn as_str(&self) -> &str {
+        self.url.as_str()
+    }
+
+    /// What the consent page names: the host, or the app's scheme.
+    pub fn shown_as(&self) -> String {
+        match self.destination {
+            Destination::App => format!("{}:", self.url.scheme()),
+            _ => self.url.host_str().unwrap_or_default().to_owned(),
+        }
+    }
+
+    /// Whether `requested` (as a client sent it) is this URI: exactly, or
+    /// for loopback, all but the port.
+    pub fn admits(&self, requested: &str) -> bool {
+        if requested == self.url.as_str() {
+            return true;
+        }
+        let Ok(requested) = Url::parse(requested) else { return false };
+        // The parsed form must round-trip: no spelling of the same URI
+        // that some other parser reads differently gets through.
+        if self.destination != Destination::Loopback || !is_loopback(&requested) || requested.scheme() != "http" {
+            return false;
+        }
+        let mut any_port = requested.clone();
+        let _ = any_port.set_port(self.url.port());
+        any_port.as_str() == self.url.as_str()
+    }
+
+    /// The URI with the authorization response's parameters appended.
+    pub fn with_query(&self, pairs: &[(&str, &str)], requested: &str) -> String {
+        // The client's own URI (the port it is listening on), known by
+        // [`Self::admits`] to be this one.
+        let mut url = Url::parse(requested).unwrap_or_else(|_| self.url.clone());
+        url.query_pairs_mut().extend_pairs(pairs);
+        url.into()
+    }
+}
+
+fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+        Some(Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// The URIs a client lists, each checked; at least one, at most
+/// [`MAX_REDIRECT_URIS`].
+pub fn parse_all(uris: &[String]) -> Result<Vec<RedirectUri>, String> {
+    if uris.is_empty() {
+        return Err("no redirect_uris".into());
+    }
+    if uris.len() > MAX_REDIRECT_URIS {
+        return Err(format!("more than {MAX_REDIRECT_URIS} redirect_uris"));
+    }
+    uris.iter().map(|uri| RedirectUri::parse(uri)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn web_loopback_and_app_uris_are_taken_and_the_rest_refused() {
+        for (uri, destination) in [
+            ("https://claude.ai/api/mcp/auth_callback", Destination::Web),
+            ("http://localhost:3334/oauth/callback", Destination::Loopback),
+            ("http://127.0.0.1/callback", Destination::Loopback),
+            ("http://[::1]:9/cb", Destination::Loopback),
+            ("cursor://anysphere.cursor-mcp/oauth/callback", Destination::App),
+        ] {
+            assert_eq!(RedirectUri::parse(uri).unwrap().destination(), destination, "{uri}");
+        }
+        for uri in [
+            "http://example.com/cb",
+            "http://127.0.0.1.evil.example/cb",
+            "JavaScript:alert(1)",
+            " javascript:alert(1)",
+            "data:text/html,x",
+            "https://example.com/cb#frag",
+            "https://user@example.com/cb",
+            "/relative",
+        ] {
+            assert!(RedirectUri::parse(uri).is_err(), "{uri} must be refused");
+        }
+    }
+
+    #[test]
+    fn matching_is_exact_but_for_a_loopback_port() {
+        let web = RedirectUri::parse("https://app.example.com/cb").unwrap();
+        assert!(web.admits("https://app.example.com/cb"));
+        for other in [
+            "https://app.example.com/cb/",
+            "https://app.example.com/cB",
+            "https://app.example.com:444/cb",
+            "https://app.example.com/cb?x=1",
+        ] {
+            assert!(!web.admits(other), "{other}");
+        }
+        let loopback = RedirectUri::parse("http://127.0.0.1:33418/callback").unwrap();
+        assert!(loopback.admits("http://127.0.0.1:50123/callback"));
+        assert!(loopback.admits("http://127.0.0.1/callback"));
+        assert!(!loopback.admits("http://localhost:50123/callback"), "another host");
+        assert!(!loopback.admits("http://127.0.0.1:50123/other"), "another path");
+        assert!(!loopback.admits("https://127.0.0.1:50123/callback"), "another scheme");
+        let app = RedirectUri::parse("cursor://anysphere.cursor-mcp/oauth/callback").unwrap();
+        assert!(!app.admits("cursor://anysphere.cursor-mcp/oauth/callback2"));
+        assert_eq!(app.shown_as(), "cursor:");
+    }
+}

@@ -1,0 +1,141 @@
+//! How the server is built and served: its parts from the settings (AWS
+//! where configured, memory and this process otherwise), then Lambda
+//! events, or locally an HTTP server beside the MCP server's, which
+//! forwards this server's paths to it (one address, as on AWS).
+
+use std::{convert::Infallible, sync::Arc};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::{server::conn::http1, service::service_fn};
+use hyper_util::rt::TokioIo;
+use mcp_aws::{AwsSettings, DynamoStore, KeyWindow, KmsDataKeys};
+use mcp_stateless::{
+    Mode,
+    clock::{Clock, SystemClock},
+    sealed::{
+        redemption::{InMemoryLedger, RedemptionLedger},
+        request_state::{EnvelopeSealer, InProcessKey, RequestStateSealer},
+    },
+};
+
+use crate::{
+    aws::{DynamoGrants, KmsSigner},
+    clients::{Clients, metadata_document::MetadataDocuments, metadata_fetch::GuardedFetcher},
+    grants::{GrantStore, InMemoryGrants},
+    sealing::Seals,
+    server::{AuthorizationServer, Parts},
+    settings::OAuthSettings,
+    signing::{InProcessSigner, TokenSigner},
+    upstream::Upstream,
+};
+
+/// The largest request body read (forms and registrations are small).
+const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The server for `settings`, on AWS where `aws` names resources.
+pub fn build(
+    settings: OAuthSettings,
+    aws: &AwsSettings,
+    sdk: Option<&aws_config::SdkConfig>,
+    clock: Arc<dyn Clock>,
+) -> Result<AuthorizationServer, String> {
+    let audience = aws.audience();
+    let sealer: Arc<dyn RequestStateSealer> = match (&aws.state_key_id, sdk) {
+        (Some(key_id), Some(sdk)) => {
+            let keys = KmsDataKeys::new(aws_sdk_kms::Client::new(sdk), key_id, audience, KeyWindow::default());
+            Arc::new(EnvelopeSealer::new(keys).with_clock(clock.clone()))
+        }
+        _ => Arc::new(EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone())),
+    };
+    let (grants, ledger): (Arc<dyn GrantStore>, Arc<dyn RedemptionLedger>) = match (&aws.table_name, sdk) {
+        (Some(table), Some(sdk)) => {
+            let client = aws_sdk_dynamodb::Client::new(sdk);
+            (Arc::new(DynamoGrants::new(client.clone(), table)), Arc::new(DynamoStore::new(client, table)))
+        }
+        _ => (Arc::new(InMemoryGrants::default()), Arc::new(InMemoryLedger::default())),
+    };
+    let signer: Arc<dyn TokenSigner> = match (&settings.signing_key_id, sdk) {
+        (Some(key_id), Some(sdk)) => Arc::new(KmsSigner::new(aws_sdk_kms::Client::new(sdk), key_id)),
+        _ => Arc::new(InProcessSigner::generate()),
+    };
+    let upstream = settings.upstream.clone().map(Upstream::new).transpose()?.map(Arc::new);
+    let fetcher = GuardedFetcher::new(settings.cimd_trusted_hosts.clone())?;
+    let documents = Arc::new(MetadataDocuments::new(fetcher, clock.clone(), settings.lifetimes.metadata_cache));
+    let seals = Seals::new(sealer, audience);
+    let clients = Clients::new(seals.clone(), documents);
+    Ok(AuthorizationServer::new(Parts { settings, clients, seals, grants, ledger, signer, upstream, clock }))
+}
+
+/// The function's `main`: reads the settings, builds the server once, and
+/// serves until the process ends.
+pub fn start() -> Result<(), mcp_stateless::StartError> {
+    let mode = mcp_stateless::detect_mode();
+    mcp_stateless::block_on(mode, run())
+}
+
+async fn run() -> Result<(), mcp_stateless::StartError> {
+    use mcp_stateless::StartError;
+    let settings = OAuthSettings::from_env().map_err(StartError::Config)?;
+    mcp_stateless::logging::init(settings.mode, &settings.log_level);
+    let aws = AwsSettings::from_env();
+    aws.check(settings.mode).map_err(StartError::Config)?;
+    let uses_aws = aws.state_key_id.is_some() || aws.table_name.is_some() || settings.signing_key_id.is_some();
+    let sdk = if uses_aws { Some(mcp_aws::sdk_config().await.map_err(StartError::Config)?) } else { None };
+    let mode = settings.mode;
+    let local_addr = settings.local_addr.clone();
+    let server = Arc::new(build(settings, &aws, sdk.as_ref(), Arc::new(SystemClock)).map_err(StartError::Config)?);
+    match mode {
+        Mode::Lambda => serve_lambda(server).await.map_err(StartError::Lambda),
+        Mode::Local => {
+            let listener =
+                tokio::net::TcpListener::bind(&local_addr).await.map_err(|e| StartError::Config(format!("{local_addr}: {e}")))?;
+            tracing::info!(address = %local_addr, "authorization server listening");
+            serve_local(server, listener).await.map_err(|e| StartError::Config(e.to_string()))
+        }
+    }
+}
+
+/// Lambda events, buffered (nothing here streams).
+async fn serve_lambda(server: Arc<AuthorizationServer>) -> Result<(), lambda_http::Error> {
+    lambda_http::run(lambda_http::service_fn(move |request: lambda_http::Request| {
+        let server = server.clone();
+        async move {
+            let (parts, body) = request.into_parts();
+            let body = Bytes::from(body.to_vec());
+            if body.len() > MAX_BODY_BYTES {
+                return Ok::<_, Infallible>(
+                    crate::responses::text(http::StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large")
+                        .map(|bytes| lambda_http::Body::Binary(bytes.to_vec())),
+                );
+            }
+            let response = server.handle(http::Request::from_parts(parts, body)).await;
+            Ok(response.map(|bytes| lambda_http::Body::Binary(bytes.to_vec())))
+        }
+    }))
+    .await
+}
+
+/// Accepts connections until the listener fails.
+pub async fn serve_local(server: Arc<AuthorizationServer>, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let server = server.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                let server = server.clone();
+                async move {
+                    let (parts, body) = request.into_parts();
+                    let response = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+                        Ok(body) => server.handle(http::Request::from_parts(parts, body.to_bytes())).await,
+                        Err(_) => crate::responses::text(http::StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large"),
+                    };
+                    Ok::<_, Infallible>(response.map(Full::new))
+                }
+            });
+            if let Err(error) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
+                tracing::debug!(%error, "local connection ended");
+            }
+        });
+    }
+}

@@ -1,0 +1,169 @@
+//! The authorization server's configuration, read once at start from the
+//! environment (the same names locally, in Lambda and in `template.yaml`).
+//! No secret is read here on AWS: the upstream client secret comes from the
+//! environment only where the process runs locally.
+
+use mcp_stateless::{Mode, settings::Variables};
+
+use crate::lifetimes::Lifetimes;
+
+/// `MCP_OAUTH_UPSTREAM_ISSUER`: the OpenID provider users sign in at.
+pub const UPSTREAM_ISSUER: &str = "MCP_OAUTH_UPSTREAM_ISSUER";
+/// `MCP_OAUTH_UPSTREAM_CLIENT_ID`: this server's one client at the provider.
+pub const UPSTREAM_CLIENT_ID: &str = "MCP_OAUTH_UPSTREAM_CLIENT_ID";
+/// `MCP_OAUTH_UPSTREAM_CLIENT_SECRET`: that client's secret; unset for a
+/// public client (PKCE only). Local runs only.
+pub const UPSTREAM_CLIENT_SECRET: &str = "MCP_OAUTH_UPSTREAM_CLIENT_SECRET";
+/// `MCP_OAUTH_CIMD_TRUSTED_HOSTS`: `host:port` entries whose client
+/// metadata documents may be fetched from any address (tests, private
+/// deployments). Empty by default.
+pub const CIMD_TRUSTED_HOSTS: &str = "MCP_OAUTH_CIMD_TRUSTED_HOSTS";
+/// `MCP_OAUTH_SIGNING_KEY_ID`: the KMS key (ECC_NIST_P256, SIGN_VERIFY)
+/// access tokens are signed with. Unset: a key made in this process (local only).
+pub const SIGNING_KEY_ID: &str = "MCP_OAUTH_SIGNING_KEY_ID";
+/// `MCP_OAUTH_ISSUER`: this server's issuer URL. Unset: the request's own
+/// origin and `MCP_BASE_PATH`.
+pub const ISSUER: &str = "MCP_OAUTH_ISSUER";
+
+/// The OpenID provider behind the sign-in, and this server's client there.
+#[derive(Clone)]
+pub struct UpstreamSettings {
+    /// Its issuer URL: https, or http on a loopback host.
+    pub issuer: String,
+    /// The client id it registered for this server.
+    pub client_id: String,
+    /// The client's secret, if it is a confidential client.
+    pub client_secret: Option<String>,
+}
+
+impl std::fmt::Debug for UpstreamSettings {
+    // The secret never reaches a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamSettings")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "<set>"))
+            .finish()
+    }
+}
+
+/// What the server was configured with.
+#[derive(Debug, Clone)]
+pub struct OAuthSettings {
+    /// Local or Lambda.
+    pub mode: Mode,
+    /// `MCP_OAUTH_ISSUER`, if set.
+    pub issuer: Option<String>,
+    /// `MCP_RESOURCE`: the MCP endpoint tokens are for. Unset: the issuer
+    /// with `/mcp` appended.
+    pub resource: Option<String>,
+    /// `MCP_BASE_PATH`: the prefix clients see before the function's paths
+    /// (a REST API's stage), without a trailing slash.
+    pub base_path: String,
+    /// `MCP_SCOPES_SUPPORTED` (comma-separated); unset: `mcp`.
+    pub scopes: Vec<String>,
+    /// The upstream provider; `None` until configured, when `/authorize`
+    /// answers that sign-in is not set up.
+    pub upstream: Option<UpstreamSettings>,
+    /// `MCP_OAUTH_CIMD_TRUSTED_HOSTS`, lowercased.
+    pub cimd_trusted_hosts: Vec<String>,
+    /// `MCP_OAUTH_SIGNING_KEY_ID`.
+    pub signing_key_id: Option<String>,
+    /// `MCP_ALLOWED_HOSTS`: besides loopback locally, the hosts this server
+    /// answers for when it builds its issuer from the request.
+    pub allowed_hosts: Vec<String>,
+    /// `MCP_LOCAL_ADDR` for the local server; else `127.0.0.1:3001`.
+    pub local_addr: String,
+    /// `MCP_LOG_LEVEL`, else `info`.
+    pub log_level: String,
+    /// How long codes, tokens and registrations live.
+    pub lifetimes: Lifetimes,
+}
+
+/// Where the local authorization server listens unless told otherwise:
+/// beside the MCP server's default port, which forwards to it.
+pub const DEFAULT_LOCAL_ADDR: &str = "127.0.0.1:3001";
+
+impl OAuthSettings {
+    /// This process's settings.
+    pub fn from_env() -> Result<Self, String> {
+        Self::read(mcp_stateless::detect_mode(), &Variables::new(|name| std::env::var(name).ok()))
+    }
+
+    /// The settings `variables` give in `mode`.
+    pub fn read(mode: Mode, variables: &Variables<impl Fn(&str) -> Option<String>>) -> Result<Self, String> {
+        let upstream = match (variables.text(UPSTREAM_ISSUER), variables.text(UPSTREAM_CLIENT_ID)) {
+            (None, None) => None,
+            (Some(issuer), Some(client_id)) => {
+                mcp_stateless::edge::bearer::key_url::KeyUrl::parse(&issuer).map_err(|why| format!("{UPSTREAM_ISSUER} {why}"))?;
+                let client_secret = variables.text(UPSTREAM_CLIENT_SECRET);
+                if client_secret.is_some() && mode == Mode::Lambda {
+                    return Err(format!("{UPSTREAM_CLIENT_SECRET} is for local runs: on AWS no secret goes into a function's environment"));
+                }
+                Some(UpstreamSettings { issuer: issuer.trim_end_matches('/').to_owned(), client_id, client_secret })
+            }
+            (Some(_), None) => return Err(format!("{UPSTREAM_CLIENT_ID} must be set beside {UPSTREAM_ISSUER}")),
+            (None, Some(_)) => return Err(format!("{UPSTREAM_ISSUER} must be set beside {UPSTREAM_CLIENT_ID}")),
+        };
+        let scopes = match variables.list("MCP_SCOPES_SUPPORTED") {
+            scopes if scopes.is_empty() => vec!["mcp".to_owned()],
+            scopes => scopes,
+        };
+        let signing_key_id = variables.text(SIGNING_KEY_ID);
+        if mode == Mode::Lambda && signing_key_id.is_none() {
+            return Err(format!("{SIGNING_KEY_ID} must name the KMS signing key: a key made in the process is for local runs"));
+        }
+        let lower = |name| variables.list(name).into_iter().map(|host| host.to_ascii_lowercase()).collect();
+        Ok(Self {
+            mode,
+            issuer: variables.text(ISSUER).map(|issuer| issuer.trim_end_matches('/').to_owned()),
+            resource: variables.text("MCP_RESOURCE"),
+            base_path: variables.text("MCP_BASE_PATH").unwrap_or_default().trim_end_matches('/').to_owned(),
+            scopes,
+            upstream,
+            cimd_trusted_hosts: lower(CIMD_TRUSTED_HOSTS),
+            signing_key_id,
+            allowed_hosts: lower("MCP_ALLOWED_HOSTS"),
+            local_addr: variables.text("MCP_LOCAL_ADDR").unwrap_or_else(|| DEFAULT_LOCAL_ADDR.to_owned()),
+            log_level: variables.text("MCP_LOG_LEVEL").unwrap_or_else(|| "info".to_owned()),
+            lifetimes: Lifetimes::default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn read(mode: Mode, pairs: &[(&str, &str)]) -> Result<OAuthSettings, String> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        OAuthSettings::read(mode, &Variables::new(move |name| map.get(name).cloned()))
+    }
+
+    #[test]
+    fn a_secret_in_a_lambdas_environment_stops_the_start() {
+        let pairs = [
+            (UPSTREAM_ISSUER, "https://idp.example.com"),
+            (UPSTREAM_CLIENT_ID, "abc"),
+            (UPSTREAM_CLIENT_SECRET, "s3cret"),
+            (SIGNING_KEY_ID, "alias/k"),
+        ];
+        let error = read(Mode::Lambda, &pairs).unwrap_err();
+        assert!(error.contains(UPSTREAM_CLIENT_SECRET), "{error}");
+        let local = read(Mode::Local, &pairs).unwrap();
+        assert!(!format!("{local:?}").contains("s3cret"), "the secret is never printed");
+    }
+
+    #[test]
+    fn the_upstream_is_named_whole_and_over_https_or_loopback() {
+        assert!(read(Mode::Local, &[(UPSTREAM_ISSUER, "https://idp.example.com")]).unwrap_err().contains(UPSTREAM_CLIENT_ID));
+        let plain = read(Mode::Local, &[(UPSTREAM_ISSUER, "http://idp.example.com"), (UPSTREAM_CLIENT_ID, "a")]).unwrap_err();
+        assert!(plain.contains(UPSTREAM_ISSUER), "{plain}");
+        let local = read(Mode::Local, &[(UPSTREAM_ISSUER, "http://127.0.0.1:4000/"), (UPSTREAM_CLIENT_ID, "a")]).unwrap();
+        assert_eq!(local.upstream.unwrap().issuer, "http://127.0.0.1:4000");
+        assert!(read(Mode::Lambda, &[]).unwrap_err().contains(SIGNING_KEY_ID));
+        assert_eq!(read(Mode::Local, &[]).unwrap().scopes, ["mcp"]);
+    }
+}

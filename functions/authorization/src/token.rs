@@ -1,0 +1,181 @@
+//! The client's part (RFC 6749, 3.2 and 6; RFC 7009): codes for tokens,
+//! refresh tokens for new ones, and revocation. Every client is public, so
+//! the code is proven by its PKCE verifier and the refresh token by being
+//! the current one of its family: it is rotated on every use, and a token
+//! used twice ends the family (OAuth 2.1, 4.3.1).
+
+use aws_lc_rs::digest::{SHA256, digest};
+use base64::{
+    Engine,
+    engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
+};
+use bytes::Bytes;
+use http::{Request, Response, StatusCode, header};
+use mcp_stateless::{random, storage::StoreError};
+use serde_json::json;
+use url::form_urlencoded;
+
+use crate::{
+    grants::{RefreshGrant, Rotation, key_of, new_secret},
+    responses::{ErrorCode, OAuthError, json_response},
+    server::{AuthorizationServer, parameter, parameters},
+    signing::{self, AccessClaims},
+};
+
+/// The largest token or revocation request read.
+const MAX_FORM_BYTES: usize = 16 * 1024;
+
+fn invalid(code: ErrorCode, description: &str) -> OAuthError {
+    OAuthError::new(code, description)
+}
+
+fn store_failed(error: StoreError) -> OAuthError {
+    tracing::error!(%error, "the grant store failed");
+    invalid(ErrorCode::TemporarilyUnavailable, "try again")
+}
+
+/// A form body's parameters, and the client id from it or from HTTP Basic
+/// (a public client may send its id there with an empty secret).
+fn form_and_client(request: &Request<Bytes>) -> Result<(Vec<(String, String)>, String), OAuthError> {
+    if request.body().len() > MAX_FORM_BYTES {
+        return Err(invalid(ErrorCode::InvalidRequest, "the request is too large"));
+    }
+    let body = std::str::from_utf8(request.body()).map_err(|_| invalid(ErrorCode::InvalidRequest, "the body is not a form"))?;
+    let form = parameters(body).map_err(|why| OAuthError::new(ErrorCode::InvalidRequest, why))?;
+    let from_basic = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Basic ").or_else(|| value.strip_prefix("basic ")))
+        .and_then(|encoded| STANDARD.decode(encoded.trim()).ok())
+        .and_then(|decoded| String::from_utf8(decoded).ok())
+        .and_then(|pair| {
+            pair.split_once(':').map(|(id, _)| form_urlencoded::parse(id.as_bytes()).map(|(k, v)| format!("{k}{v}")).collect::<String>())
+        });
+    let client_id = match (parameter(&form, "client_id"), from_basic) {
+        (Some(body), Some(basic)) if body != basic => return Err(invalid(ErrorCode::InvalidClient, "two different client ids")),
+        (Some(id), _) => id.to_owned(),
+        (None, Some(id)) if !id.is_empty() => id,
+        _ => return Err(invalid(ErrorCode::InvalidClient, "client_id is required")),
+    };
+    Ok((form, client_id))
+}
+
+impl AuthorizationServer {
+    /// `POST /oauth/token`.
+    pub(crate) async fn token(&self, request: &Request<Bytes>) -> Result<Response<Bytes>, OAuthError> {
+        let (form, client_id) = form_and_client(request)?;
+        let endpoints = self.endpoints(request.headers());
+        let now = self.parts.clock.now();
+        let lifetimes = &self.parts.settings.lifetimes;
+        let resource_asked = parameter(&form, "resource");
+        let (subject, scope, family) = match parameter(&form, "grant_type") {
+            Some("authorization_code") => {
+                let code = parameter(&form, "code").ok_or_else(|| invalid(ErrorCode::InvalidRequest, "code is required"))?;
+                let verifier = parameter(&form, "code_verifier")
+                    .ok_or_else(|| invalid(ErrorCode::InvalidRequest, "code_verifier is required (PKCE)"))?;
+                // Taken (so spent) before any check: a code tried by the
+                // wrong client or with the wrong verifier is gone for all.
+                let grant = self.parts.grants.take_code(&key_of(code), now).await.map_err(store_failed)?;
+                let bad_code = || invalid(ErrorCode::InvalidGrant, "the code is invalid, expired, used, or not this client's");
+                let grant = grant.ok_or_else(bad_code)?;
+                if grant.client_id != client_id {
+                    return Err(bad_code());
+                }
+                if parameter(&form, "redirect_uri").is_some_and(|uri| uri != grant.redirect_uri) {
+                    return Err(invalid(ErrorCode::InvalidGrant, "redirect_uri is not the one the code was sent to"));
+                }
+                let proven = (43..=128).contains(&verifier.len())
+                    && verifier.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
+                    && URL_SAFE_NO_PAD.encode(digest(&SHA256, verifier.as_bytes())) == grant.code_challenge;
+                if !proven {
+                    return Err(invalid(ErrorCode::InvalidGrant, "code_verifier does not match the code_challenge"));
+                }
+                if resource_asked.is_some_and(|r| r.trim_end_matches('/') != grant.resource.trim_end_matches('/')) {
+                    return Err(invalid(ErrorCode::InvalidTarget, "the code was issued for another resource"));
+                }
+                (grant.subject, grant.scope, URL_SAFE_NO_PAD.encode(random::bytes::<16>()))
+            }
+            Some("refresh_token") => {
+                let token =
+                    parameter(&form, "refresh_token").ok_or_else(|| invalid(ErrorCode::InvalidRequest, "refresh_token is required"))?;
+                let revoked_until = now + lifetimes.refresh_token.as_secs();
+                let bad_token = || invalid(ErrorCode::InvalidGrant, "the refresh token is invalid, expired, revoked or already used");
+                let grant = match self.parts.grants.use_refresh(&key_of(token), now, revoked_until).await.map_err(store_failed)? {
+                    Rotation::Current(grant) => grant,
+                    Rotation::Reused => {
+                        tracing::warn!("a refresh token was used twice: its family is revoked");
+                        return Err(bad_token());
+                    }
+                    Rotation::Unknown => return Err(bad_token()),
+                };
+                if grant.client_id != client_id {
+                    return Err(bad_token());
+                }
+                if resource_asked.is_some_and(|r| r.trim_end_matches('/') != grant.resource.trim_end_matches('/')) {
+                    return Err(invalid(ErrorCode::InvalidTarget, "the refresh token was issued for another resource"));
+                }
+                // RFC 6749, 6: a narrower scope may be asked for, never a wider one.
+                let scope = match parameter(&form, "scope") {
+                    None => grant.scope.clone(),
+                    Some(asked) => {
+                        if !asked.split(' ').all(|scope| grant.scope.split(' ').any(|granted| granted == scope)) {
+                            return Err(invalid(ErrorCode::InvalidScope, "a scope that was never granted"));
+                        }
+                        asked.to_owned()
+                    }
+                };
+                (grant.subject, scope, grant.family)
+            }
+            Some(_) => return Err(invalid(ErrorCode::UnsupportedGrantType, "grant_type must be authorization_code or refresh_token")),
+            None => return Err(invalid(ErrorCode::InvalidRequest, "grant_type is required")),
+        };
+        let claims = AccessClaims {
+            iss: &endpoints.issuer,
+            sub: &subject,
+            aud: &endpoints.resource,
+            client_id: &client_id,
+            scope: &scope,
+            iat: now,
+            exp: now + lifetimes.access_token.as_secs(),
+            jti: URL_SAFE_NO_PAD.encode(random::bytes::<16>()),
+        };
+        let access_token = signing::access_token(&self.parts.signer, &claims).await.map_err(|error| {
+            tracing::error!(%error, "an access token could not be signed");
+            invalid(ErrorCode::TemporarilyUnavailable, "try again")
+        })?;
+        let refresh_token = new_secret();
+        let refresh = RefreshGrant {
+            family,
+            client_id: client_id.clone(),
+            resource: endpoints.resource.clone(),
+            scope: scope.clone(),
+            subject: subject.clone(),
+            expires_at: now + lifetimes.refresh_token.as_secs(),
+        };
+        self.parts.grants.put_refresh(&key_of(&refresh_token), &refresh).await.map_err(store_failed)?;
+        Ok(json_response(
+            StatusCode::OK,
+            &json!({
+                "access_token": access_token,
+                "token_type": "Bearer",
+                "expires_in": lifetimes.access_token.as_secs(),
+                "refresh_token": refresh_token,
+                "scope": scope,
+            }),
+        ))
+    }
+
+    /// `POST /oauth/revoke` (RFC 7009): a refresh token's family ends.
+    /// Access tokens are short JWTs nothing can recall; revoking one, or
+    /// an unknown token, is answered 200 all the same (RFC 7009, 2.2).
+    pub(crate) async fn revoke(&self, request: &Request<Bytes>) -> Result<Response<Bytes>, OAuthError> {
+        let (form, client_id) = form_and_client(request)?;
+        let token = parameter(&form, "token").ok_or_else(|| invalid(ErrorCode::InvalidRequest, "token is required"))?;
+        let revoked_until = self.parts.clock.now() + self.parts.settings.lifetimes.refresh_token.as_secs();
+        self.parts.grants.revoke_refresh(&key_of(token), &client_id, revoked_until).await.map_err(store_failed)?;
+        let mut response = Response::new(Bytes::new());
+        response.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));
+        Ok(response)
+    }
+}
