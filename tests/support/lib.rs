@@ -6,6 +6,7 @@ pub mod fault_proxy;
 pub mod fixture_server;
 pub mod issuer;
 pub mod legacy;
+pub mod openid_provider;
 pub mod streams;
 pub mod tasks;
 

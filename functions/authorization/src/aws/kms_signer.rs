@@ -4,7 +4,6 @@
 //! fetched with `GetPublicKey` once per instance, for the JWKS and the
 //! tokens' `kid`.
 
-use aws_lc_rs::digest::{SHA256, digest};
 use aws_sdk_kms::{
     Client,
     primitives::Blob,
@@ -67,8 +66,11 @@ impl TokenSigner for KmsSigner {
                 .client
                 .sign()
                 .key_id(&self.key_id)
-                .message(Blob::new(digest(&SHA256, message).as_ref()))
-                .message_type(MessageType::Digest)
+                // RAW: KMS hashes the message itself (SHA-256 for
+                // ECDSA_SHA_256). A token's signing input is well under
+                // the 4,096 bytes KMS takes raw.
+                .message(Blob::new(message))
+                .message_type(MessageType::Raw)
                 .signing_algorithm(SigningAlgorithmSpec::EcdsaSha256)
                 .send()
                 .await

@@ -1,0 +1,487 @@
+//! The authorization server driven over HTTP as a client and a browser
+//! would: registration, the consent page, the upstream sign-in (a provider
+//! on loopback, `support/openid_provider.rs`), the code exchange and
+//! refresh, and each rule that keeps a token from the wrong hands. Its
+//! tokens are then verified by the MCP function's own verifier. One flow
+//! runs on the emulator (KMS sealing and signing, DynamoDB grants).
+
+use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
+
+use authorization::{
+    AuthorizationServer, OAuthSettings, Parts,
+    aws::{DynamoGrants, KmsSigner},
+    clients::{Clients, metadata_document::MetadataDocuments, metadata_fetch::GuardedFetcher},
+    grants::{GrantStore, InMemoryGrants},
+    sealing::Seals,
+    signing::{InProcessSigner, TokenSigner},
+    upstream::Upstream,
+};
+use aws_lc_rs::digest::{SHA256, digest};
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use e2e::{Reply, emulator, issuer::SigningKey, openid_provider, send_to};
+use mcp_stateless::{
+    Mode,
+    clock::SystemClock,
+    edge::bearer::{BearerPolicy, BearerVerifier, Refusal},
+    sealed::{
+        redemption::{InMemoryLedger, RedemptionLedger},
+        request_state::{EnvelopeSealer, InProcessKey, RequestStateSealer},
+    },
+    settings::Variables,
+};
+use serde_json::{Value, json};
+
+const LOOPBACK_REDIRECT: &str = "http://127.0.0.1:8765/callback";
+
+struct Stack {
+    addr: SocketAddr,
+    issuer: String,
+    provider: openid_provider::Provider,
+}
+
+struct Backends {
+    sealer: Arc<dyn RequestStateSealer>,
+    grants: Arc<dyn GrantStore>,
+    ledger: Arc<dyn RedemptionLedger>,
+    signer: Arc<dyn TokenSigner>,
+}
+
+fn in_memory() -> Backends {
+    Backends {
+        sealer: Arc::new(EnvelopeSealer::new(InProcessKey::generate())),
+        grants: Arc::new(InMemoryGrants::default()),
+        ledger: Arc::new(InMemoryLedger::default()),
+        signer: Arc::new(InProcessSigner::generate()),
+    }
+}
+
+async fn start(backends: Backends, fetcher: GuardedFetcher) -> Stack {
+    let provider = openid_provider::start().await;
+    let variables: HashMap<&str, String> = HashMap::from([
+        ("MCP_OAUTH_UPSTREAM_ISSUER", provider.issuer.clone()),
+        ("MCP_OAUTH_UPSTREAM_CLIENT_ID", openid_provider::CLIENT_ID.to_owned()),
+        ("MCP_OAUTH_UPSTREAM_CLIENT_SECRET", openid_provider::CLIENT_SECRET.to_owned()),
+    ]);
+    let settings = OAuthSettings::read(Mode::Local, &Variables::new(|name| variables.get(name).cloned())).unwrap();
+    let clock = Arc::new(SystemClock);
+    let seals = Seals::new(backends.sealer, "e2e-authorization");
+    let documents = Arc::new(MetadataDocuments::new(fetcher, clock.clone(), Duration::from_secs(60)));
+    let upstream = Some(Arc::new(Upstream::new(settings.upstream.clone().unwrap()).unwrap()));
+    let server = AuthorizationServer::new(Parts {
+        settings,
+        clients: Clients::new(seals.clone(), documents),
+        seals,
+        grants: backends.grants,
+        ledger: backends.ledger,
+        signer: backends.signer,
+        upstream,
+        clock,
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(authorization::entry::serve_local(Arc::new(server), listener));
+    *provider.callback.lock().unwrap() = format!("http://{addr}/oauth/callback");
+    Stack { addr, issuer: format!("http://{addr}"), provider }
+}
+
+fn no_documents() -> GuardedFetcher {
+    GuardedFetcher::with_roots(rustls::RootCertStore::empty(), Vec::new())
+}
+
+async fn stack() -> Stack {
+    start(in_memory(), no_documents()).await
+}
+
+fn encode(pairs: &[(&str, &str)]) -> String {
+    url::form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish()
+}
+
+fn location(reply: &Reply) -> url::Url {
+    let text = reply.headers.get("location").unwrap_or_else(|| panic!("no Location on HTTP {}: {:?}", reply.status, reply.body));
+    url::Url::parse(text.to_str().unwrap()).unwrap()
+}
+
+fn query(url: &url::Url) -> HashMap<String, String> {
+    url.query_pairs().into_owned().collect()
+}
+
+fn challenge(verifier: &str) -> String {
+    URL_SAFE_NO_PAD.encode(digest(&SHA256, verifier.as_bytes()))
+}
+
+const VERIFIER: &str = "a-verifier-of-at-least-forty-three-characters-0123456789";
+
+impl Stack {
+    async fn get(&self, path: &str, cookie: Option<&str>) -> Reply {
+        let headers: Vec<(String, String)> = cookie.map(|c| vec![("cookie".to_owned(), c.to_owned())]).unwrap_or_default();
+        send_to(self.addr, "GET", path, &headers, Vec::new()).await
+    }
+
+    async fn post_form(&self, path: &str, cookie: Option<&str>, pairs: &[(&str, &str)]) -> Reply {
+        let mut headers = vec![("content-type".to_owned(), "application/x-www-form-urlencoded".to_owned())];
+        if let Some(cookie) = cookie {
+            headers.push(("cookie".to_owned(), cookie.to_owned()));
+        }
+        send_to(self.addr, "POST", path, &headers, encode(pairs).into_bytes()).await
+    }
+
+    async fn register(&self, metadata: Value) -> Reply {
+        let headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+        send_to(self.addr, "POST", "/oauth/register", &headers, metadata.to_string().into_bytes()).await
+    }
+
+    async fn client(&self, redirect_uris: &[&str]) -> String {
+        let reply = self.register(json!({"redirect_uris": redirect_uris, "client_name": "E2E client"})).await;
+        assert_eq!(reply.status, 201, "{:?}", reply.body);
+        reply.json()["client_id"].as_str().unwrap().to_owned()
+    }
+
+    fn resource(&self) -> String {
+        format!("{}/mcp", self.issuer)
+    }
+
+    fn authorize_path(&self, client_id: &str, redirect_uri: &str, extra: &[(&str, &str)]) -> String {
+        let challenge = challenge(VERIFIER);
+        let resource = self.resource();
+        let mut pairs = vec![
+            ("response_type", "code"),
+            ("client_id", client_id),
+            ("redirect_uri", redirect_uri),
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+            ("state", "client-state"),
+            ("resource", resource.as_str()),
+        ];
+        for (name, value) in extra {
+            pairs.retain(|(n, _)| n != name);
+            if !value.is_empty() {
+                pairs.push((name, value));
+            }
+        }
+        format!("/oauth/authorize?{}", encode(&pairs))
+    }
+
+    /// The consent page for `path`: its browser cookie and sealed request.
+    async fn consent_page(&self, path: &str) -> (String, String) {
+        let page = self.get(path, None).await;
+        assert_eq!(page.status, 200, "{}", String::from_utf8_lossy(&page.body));
+        let cookie = page.headers["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+        let html = String::from_utf8(page.body.to_vec()).unwrap();
+        let sealed = html.split("name=\"request\" value=\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
+        (cookie, sealed)
+    }
+
+    /// Approves in the browser with `cookie`, signs in upstream, and
+    /// returns where the browser is sent back to the client.
+    async fn approve(&self, cookie: &str, sealed: &str) -> url::Url {
+        let approved = self.post_form("/oauth/consent", Some(cookie), &[("request", sealed), ("decision", "approve")]).await;
+        assert_eq!(approved.status, 303, "{}", String::from_utf8_lossy(&approved.body));
+        let upstream = location(&approved);
+        assert!(upstream.as_str().starts_with(&self.provider.issuer), "{upstream}");
+        let provider: SocketAddr = upstream.host_str().map(|h| format!("{h}:{}", upstream.port().unwrap())).unwrap().parse().unwrap();
+        let signed_in = send_to(provider, "GET", &upstream[url::Position::BeforePath..], &[], Vec::new()).await;
+        assert_eq!(signed_in.status, 302);
+        let callback = location(&signed_in);
+        let back = self.get(&callback[url::Position::BeforePath..], Some(cookie)).await;
+        assert_eq!(back.status, 303, "{}", String::from_utf8_lossy(&back.body));
+        location(&back)
+    }
+
+    /// A code for `client_id`, through the whole browser flow.
+    async fn code(&self, client_id: &str, redirect_uri: &str) -> String {
+        let (cookie, sealed) = self.consent_page(&self.authorize_path(client_id, redirect_uri, &[])).await;
+        let back = self.approve(&cookie, &sealed).await;
+        let answer = query(&back);
+        assert_eq!(answer.get("state").map(String::as_str), Some("client-state"));
+        assert_eq!(answer.get("iss"), Some(&self.issuer), "RFC 9207: iss in every authorization response");
+        answer["code"].clone()
+    }
+
+    async fn exchange(&self, client_id: &str, code: &str, verifier: &str, extra: &[(&str, &str)]) -> Reply {
+        let mut pairs = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("client_id", client_id),
+            ("redirect_uri", LOOPBACK_REDIRECT),
+            ("code_verifier", verifier),
+        ];
+        pairs.extend_from_slice(extra);
+        self.post_form("/oauth/token", None, &pairs).await
+    }
+
+    async fn refresh(&self, client_id: &str, token: &str, extra: &[(&str, &str)]) -> Reply {
+        let mut pairs = vec![("grant_type", "refresh_token"), ("refresh_token", token), ("client_id", client_id)];
+        pairs.extend_from_slice(extra);
+        self.post_form("/oauth/token", None, &pairs).await
+    }
+
+    fn verifier(&self, audience: &str) -> BearerVerifier {
+        BearerVerifier::new(BearerPolicy {
+            issuer: self.issuer.clone(),
+            audiences: vec![audience.to_owned()],
+            scopes: vec!["mcp".to_owned()],
+            jwks_url: None,
+        })
+        .unwrap()
+    }
+}
+
+async fn verify(verifier: &BearerVerifier, token: &str) -> Result<mcp_stateless::Principal, Refusal> {
+    let mut headers = http::HeaderMap::new();
+    headers.insert("authorization", format!("Bearer {token}").parse().unwrap());
+    verifier.verify(&headers).await
+}
+
+fn error_of(reply: &Reply) -> String {
+    reply.json()["error"].as_str().unwrap_or_default().to_owned()
+}
+
+/// The whole flow, then what the MCP function's verifier makes of it.
+async fn signs_in_refreshes_and_verifies(stack: &Stack) {
+    let client_id = stack.client(&[LOOPBACK_REDIRECT]).await;
+    let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+    let tokens = stack.exchange(&client_id, &code, VERIFIER, &[("resource", &stack.resource())]).await;
+    assert_eq!(tokens.status, 200, "{:?}", tokens.body);
+    assert_eq!(tokens.headers["cache-control"], "no-store");
+    let tokens = tokens.json();
+    assert_eq!((tokens["token_type"].as_str(), tokens["scope"].as_str()), (Some("Bearer"), Some("mcp")));
+    let access = tokens["access_token"].as_str().unwrap();
+    let principal = verify(&stack.verifier(&stack.resource()), access).await.unwrap();
+    let expected_subject = format!("{}#{}", stack.provider.issuer, openid_provider::SUBJECT);
+    assert_eq!(principal, mcp_stateless::Principal::Verified { issuer: stack.issuer.clone(), subject: expected_subject });
+    // A token for this server is no token for another (RFC 8707).
+    assert_eq!(verify(&stack.verifier("https://other.example.com/mcp"), access).await, Err(Refusal::Invalid));
+    // Refresh rotates; the old token then ends the family, the new one too.
+    let first = tokens["refresh_token"].as_str().unwrap();
+    let rotated = stack.refresh(&client_id, first, &[]).await;
+    assert_eq!(rotated.status, 200, "{:?}", rotated.body);
+    let second = rotated.json()["refresh_token"].as_str().unwrap().to_owned();
+    assert_ne!(second, first);
+    verify(&stack.verifier(&stack.resource()), rotated.json()["access_token"].as_str().unwrap()).await.unwrap();
+    let reused = stack.refresh(&client_id, first, &[]).await;
+    assert_eq!((reused.status, error_of(&reused)), (400, "invalid_grant".to_owned()));
+    let after = stack.refresh(&client_id, &second, &[]).await;
+    assert_eq!((after.status, error_of(&after)), (400, "invalid_grant".to_owned()), "reuse revoked the whole family");
+}
+
+#[tokio::test]
+async fn a_registered_client_signs_in_refreshes_and_its_token_verifies() {
+    signs_in_refreshes_and_verifies(&stack().await).await;
+}
+
+#[tokio::test]
+async fn on_the_emulator_with_kms_sealing_and_signing_and_dynamodb_grants() {
+    let sdk = emulator::sdk().await;
+    let table = emulator::fresh_table(&sdk).await;
+    let kms = aws_sdk_kms::Client::new(&sdk);
+    let signing = kms
+        .create_key()
+        .key_spec(aws_sdk_kms::types::KeySpec::EccNistP256)
+        .key_usage(aws_sdk_kms::types::KeyUsageType::SignVerify)
+        .send()
+        .await
+        .unwrap()
+        .key_metadata
+        .unwrap()
+        .key_id;
+    let sealing = emulator::fresh_key(&sdk).await;
+    let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
+    let keys = mcp_aws::KmsDataKeys::new(kms.clone(), &sealing, "e2e-authorization", mcp_aws::KeyWindow::default());
+    let backends = Backends {
+        sealer: Arc::new(EnvelopeSealer::new(keys)),
+        grants: Arc::new(DynamoGrants::new(dynamo.clone(), &table)),
+        ledger: Arc::new(mcp_aws::DynamoStore::new(dynamo, &table)),
+        signer: Arc::new(KmsSigner::new(kms, &signing)),
+    };
+    signs_in_refreshes_and_verifies(&start(backends, no_documents()).await).await;
+}
+
+#[tokio::test]
+async fn the_metadata_says_what_spec_following_clients_need() {
+    let stack = stack().await;
+    for path in ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"] {
+        let reply = stack.get(path, None).await;
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.headers["access-control-allow-origin"], "*", "browser clients read it");
+        let metadata = reply.json();
+        assert_eq!(metadata["issuer"], stack.issuer, "the issuer the client built the URL from");
+        assert_eq!(metadata["code_challenge_methods_supported"], json!(["S256"]));
+        assert!(metadata["token_endpoint_auth_methods_supported"].as_array().unwrap().contains(&json!("none")));
+        assert_eq!(metadata["client_id_metadata_document_supported"], true);
+        assert_eq!(metadata["authorization_response_iss_parameter_supported"], true);
+        assert_eq!(metadata["registration_endpoint"], format!("{}/oauth/register", stack.issuer));
+        assert_eq!(metadata["scopes_supported"], json!(["mcp"]));
+    }
+    let keys = stack.get("/oauth/jwks", None).await.json();
+    assert_eq!((keys["keys"][0]["kty"].as_str(), keys["keys"][0]["alg"].as_str()), (Some("EC"), Some("ES256")));
+}
+
+#[tokio::test]
+async fn pkce_is_required_and_only_s256() {
+    let stack = stack().await;
+    let client_id = stack.client(&[LOOPBACK_REDIRECT]).await;
+    for extra in [&[("code_challenge_method", "plain")][..], &[("code_challenge_method", "")], &[("code_challenge", "")]] {
+        let reply = stack.get(&stack.authorize_path(&client_id, LOOPBACK_REDIRECT, extra), None).await;
+        assert_eq!(reply.status, 303, "{extra:?}");
+        let answer = query(&location(&reply));
+        assert_eq!(answer["error"], "invalid_request", "{extra:?}");
+        assert_eq!((answer["state"].as_str(), answer["iss"].as_str()), ("client-state", stack.issuer.as_str()));
+    }
+    // At the token endpoint: no verifier, or the wrong one.
+    let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+    let missing =
+        stack.post_form("/oauth/token", None, &[("grant_type", "authorization_code"), ("code", &code), ("client_id", &client_id)]).await;
+    assert_eq!(error_of(&missing), "invalid_request");
+    let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+    let wrong = stack.exchange(&client_id, &code, "another-verifier-of-at-least-forty-three-characters-0", &[]).await;
+    assert_eq!(error_of(&wrong), "invalid_grant");
+}
+
+#[tokio::test]
+async fn a_redirect_uri_that_differs_gets_a_page_and_never_a_redirect() {
+    let stack = stack().await;
+    let web = stack.client(&["https://app.example.com/oauth/callback"]).await;
+    for other in [
+        "https://app.example.com/oauth/callbacK",
+        "https://app.example.com/oauth/callback/x",
+        "https://app.example.com:8443/oauth/callback",
+        "https://evil.example.com/oauth/callback",
+    ] {
+        // With a request error too: the error must not travel to `other`.
+        let reply = stack.get(&stack.authorize_path(&web, other, &[("code_challenge_method", "plain")]), None).await;
+        assert_eq!(reply.status, 400, "{other}");
+        assert!(reply.headers.get("location").is_none(), "no redirect to {other}");
+    }
+    // A loopback redirect URI matches on any port (RFC 8252, 7.3), and only that.
+    let native = stack.client(&[LOOPBACK_REDIRECT]).await;
+    assert_eq!(stack.get(&stack.authorize_path(&native, "http://127.0.0.1:50999/callback", &[]), None).await.status, 200);
+    assert_eq!(stack.get(&stack.authorize_path(&native, "http://127.0.0.1:50999/other", &[]), None).await.status, 400);
+    // An id this server did not make is no client.
+    let forged = format!("{}x", &native[..native.len() - 1]);
+    assert_eq!(stack.get(&stack.authorize_path(&forged, LOOPBACK_REDIRECT, &[]), None).await.status, 400);
+}
+
+#[tokio::test]
+async fn a_code_is_good_once_and_for_its_own_client_only() {
+    let stack = stack().await;
+    let client_id = stack.client(&[LOOPBACK_REDIRECT]).await;
+    let other = stack.client(&[LOOPBACK_REDIRECT]).await;
+    let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+    assert_eq!(stack.exchange(&client_id, &code, VERIFIER, &[]).await.status, 200);
+    assert_eq!(error_of(&stack.exchange(&client_id, &code, VERIFIER, &[]).await), "invalid_grant", "replayed");
+    let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+    assert_eq!(error_of(&stack.exchange(&other, &code, VERIFIER, &[]).await), "invalid_grant", "another client's");
+    assert_eq!(error_of(&stack.exchange(&client_id, &code, VERIFIER, &[]).await), "invalid_grant", "and it is spent");
+}
+
+#[tokio::test]
+async fn a_resource_other_than_this_server_is_an_invalid_target() {
+    let stack = stack().await;
+    let client_id = stack.client(&[LOOPBACK_REDIRECT]).await;
+    let reply =
+        stack.get(&stack.authorize_path(&client_id, LOOPBACK_REDIRECT, &[("resource", "https://other.example.com/mcp")]), None).await;
+    assert_eq!(query(&location(&reply))["error"], "invalid_target");
+    let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+    let exchanged = stack.exchange(&client_id, &code, VERIFIER, &[("resource", "https://other.example.com/mcp")]).await;
+    assert_eq!(error_of(&exchanged), "invalid_target");
+}
+
+#[tokio::test]
+async fn consent_opens_only_in_the_browser_it_was_shown_in_and_once() {
+    let stack = stack().await;
+    let client_id = stack.client(&[LOOPBACK_REDIRECT]).await;
+    let path = stack.authorize_path(&client_id, LOOPBACK_REDIRECT, &[]);
+    let (cookie, sealed) = stack.consent_page(&path).await;
+    let (other_browser, _) = stack.consent_page(&path).await;
+    assert_ne!(cookie, other_browser);
+    for browser in [None, Some(other_browser.as_str())] {
+        let reply = stack.post_form("/oauth/consent", browser, &[("request", &sealed), ("decision", "approve")]).await;
+        assert_eq!(reply.status, 400, "{browser:?}");
+        assert!(reply.headers.get("location").is_none());
+    }
+    // Approved in its own browser, once; the answer's state then opens
+    // only there too (an approval cannot be finished in a victim's browser).
+    let approved = stack.post_form("/oauth/consent", Some(&cookie), &[("request", &sealed), ("decision", "approve")]).await;
+    assert_eq!(approved.status, 303);
+    let replayed = stack.post_form("/oauth/consent", Some(&cookie), &[("request", &sealed), ("decision", "approve")]).await;
+    assert_eq!(replayed.status, 400, "a consent is answered once");
+    let state = query(&location(&approved))["state"].clone();
+    let callback = format!("/oauth/callback?{}", encode(&[("code", "upstream-code"), ("state", &state)]));
+    assert_eq!(stack.get(&callback, Some(&other_browser)).await.status, 400);
+    // Skipping consent: a state this server never sealed.
+    let skipped = format!("/oauth/callback?{}", encode(&[("code", "upstream-code"), ("state", "v1.AAAA")]));
+    assert_eq!(stack.get(&skipped, Some(&cookie)).await.status, 400);
+    // Deny goes back to the client as access_denied.
+    let (cookie, sealed) = stack.consent_page(&path).await;
+    let denied = stack.post_form("/oauth/consent", Some(&cookie), &[("request", &sealed), ("decision", "deny")]).await;
+    assert_eq!(query(&location(&denied))["error"], "access_denied");
+}
+
+#[tokio::test]
+async fn the_consent_page_names_the_client_and_cannot_be_framed() {
+    let stack = stack().await;
+    let client_id = stack.client(&[LOOPBACK_REDIRECT]).await;
+    let page = stack.get(&stack.authorize_path(&client_id, LOOPBACK_REDIRECT, &[]), None).await;
+    let csp = page.headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("frame-ancestors 'none'") && csp.contains("default-src 'none'"), "{csp}");
+    assert_eq!(page.headers["x-frame-options"], "DENY");
+    let cookie = page.headers["set-cookie"].to_str().unwrap();
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"), "{cookie}");
+    let html = String::from_utf8(page.body.to_vec()).unwrap();
+    for shown in ["E2E client", "unverified", "127.0.0.1", "this computer", &stack.resource(), "<button"] {
+        assert!(html.contains(shown), "the page shows {shown}");
+    }
+    assert!(!html.contains("<script") && !html.contains("src="), "nothing runs, nothing loads");
+}
+
+#[tokio::test]
+async fn a_scope_never_granted_is_refused() {
+    let stack = stack().await;
+    let client_id = stack.client(&[LOOPBACK_REDIRECT]).await;
+    let reply = stack.get(&stack.authorize_path(&client_id, LOOPBACK_REDIRECT, &[("scope", "admin")]), None).await;
+    assert_eq!(query(&location(&reply))["error"], "invalid_scope");
+    let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+    let tokens = stack.exchange(&client_id, &code, VERIFIER, &[]).await.json();
+    let refresh = tokens["refresh_token"].as_str().unwrap();
+    let wider = stack.refresh(&client_id, refresh, &[("scope", "mcp admin")]).await;
+    assert_eq!(error_of(&wider), "invalid_scope");
+}
+
+#[tokio::test]
+async fn registration_takes_only_redirects_a_client_may_have() {
+    let stack = stack().await;
+    for (metadata, error) in [
+        (json!({"redirect_uris": ["javascript:alert(1)"]}), "invalid_redirect_uri"),
+        (json!({"redirect_uris": ["http://app.example.com/cb"]}), "invalid_redirect_uri"),
+        (json!({"redirect_uris": []}), "invalid_redirect_uri"),
+        (json!({"redirect_uris": ["cursor://anysphere.cursor-mcp/oauth/callback"], "application_type": "web"}), "invalid_redirect_uri"),
+        (json!({"redirect_uris": [LOOPBACK_REDIRECT], "grant_types": ["client_credentials"]}), "invalid_client_metadata"),
+        (json!({"redirect_uris": [LOOPBACK_REDIRECT], "application_type": "desktop"}), "invalid_client_metadata"),
+        (json!("not an object"), "invalid_client_metadata"),
+    ] {
+        let reply = stack.register(metadata.clone()).await;
+        assert_eq!((reply.status, error_of(&reply)), (400, error.to_owned()), "{metadata}");
+    }
+    // Cursor's three, as it registers them.
+    let cursor = stack
+        .register(json!({"redirect_uris": [
+            "cursor://anysphere.cursor-mcp/oauth/callback",
+            "https://www.cursor.com/agents/mcp/oauth/callback",
+            "http://localhost:8787/callback"
+        ], "client_name": "Cursor"}))
+        .await;
+    assert_eq!(cursor.status, 201);
+    let answer = cursor.json();
+    assert_eq!((answer["token_endpoint_auth_method"].as_str(), answer["application_type"].as_str()), (Some("none"), Some("native")));
+}
+
+#[tokio::test]
+async fn a_token_signed_by_another_key_is_refused() {
+    let stack = stack().await;
+    let now = jsonwebtoken::get_current_timestamp();
+    let claims = json!({"iss": stack.issuer, "sub": "x", "aud": stack.resource(), "scope": "mcp", "iat": now, "exp": now + 60});
+    // Same issuer, same key id even: another key's signature.
+    let kid = stack.get("/oauth/jwks", None).await.json()["keys"][0]["kid"].as_str().unwrap().to_owned();
+    let forged = SigningKey::new(&kid).sign(&claims);
+    assert_eq!(verify(&stack.verifier(&stack.resource()), &forged).await, Err(Refusal::Invalid));
+}
