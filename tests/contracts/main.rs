@@ -24,6 +24,7 @@ macro_rules! on_memory_and_dynamodb {
 }
 
 mod feed;
+mod grants;
 mod handles;
 mod quota;
 mod redemption;
