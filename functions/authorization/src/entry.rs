@@ -9,14 +9,11 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::{server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
-use mcp_aws::{AwsSettings, DynamoStore, KeyWindow, KmsDataKeys};
+use mcp_aws::{AwsSettings, DynamoStore};
 use mcp_stateless::{
     Mode,
     clock::{Clock, SystemClock},
-    sealed::{
-        redemption::{InMemoryLedger, RedemptionLedger},
-        request_state::{EnvelopeSealer, InProcessKey, RequestStateSealer},
-    },
+    sealed::redemption::{InMemoryLedger, RedemptionLedger},
 };
 
 use crate::{
@@ -41,13 +38,7 @@ pub fn build(
     clock: Arc<dyn Clock>,
 ) -> Result<AuthorizationServer, String> {
     let audience = aws.audience();
-    let sealer: Arc<dyn RequestStateSealer> = match (&aws.state_key_id, sdk) {
-        (Some(key_id), Some(sdk)) => {
-            let keys = KmsDataKeys::new(aws_sdk_kms::Client::new(sdk), key_id, audience, KeyWindow::default());
-            Arc::new(EnvelopeSealer::new(keys).with_clock(clock.clone()))
-        }
-        _ => Arc::new(EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone())),
-    };
+    let sealer = mcp_aws::sealer(aws, sdk, clock.clone());
     let (grants, ledger): (Arc<dyn GrantStore>, Arc<dyn RedemptionLedger>) = match (&aws.table_name, sdk) {
         (Some(table), Some(sdk)) => {
             let client = aws_sdk_dynamodb::Client::new(sdk);

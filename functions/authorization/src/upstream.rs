@@ -77,12 +77,7 @@ pub struct Upstream {
 impl Upstream {
     /// For `settings`; fetches nothing yet.
     pub fn new(settings: UpstreamSettings) -> Result<Self, String> {
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_native_roots()
-            .map_err(|e| format!("no TLS root certificates: {e}"))?
-            .https_or_http()
-            .enable_http1()
-            .build();
+        let connector = mcp_stateless::edge::bearer::issuer_keys::https_connector()?;
         Ok(Self { settings, client: Client::builder(TokioExecutor::new()).build(connector), discovery: OnceCell::new() })
     }
 

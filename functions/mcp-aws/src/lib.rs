@@ -45,16 +45,22 @@ pub use sdk::{SdkEnvironment, loader_for, sdk_config, sdk_config_with, sdk_loade
 pub use settings::AwsSettings;
 pub use sqs_queue::SqsTaskQueue;
 
+/// The sealer for `settings`: KMS data keys where a key is named, a key
+/// made in this process elsewhere (local only).
+pub fn sealer(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>, clock: Arc<dyn Clock>) -> Arc<dyn RequestStateSealer> {
+    match (&settings.state_key_id, sdk) {
+        (Some(key_id), Some(sdk)) => {
+            let keys = KmsDataKeys::new(aws_sdk_kms::Client::new(sdk), key_id, settings.audience(), KeyWindow::default());
+            Arc::new(EnvelopeSealer::new(keys).with_clock(clock))
+        }
+        _ => Arc::new(EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock)),
+    }
+}
+
 /// Dependencies for `settings`: AWS where configured, memory elsewhere.
 pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>, clock: Arc<dyn Clock>) -> Dependencies {
     let audience = settings.audience();
-    let sealer: Arc<dyn RequestStateSealer> = match (&settings.state_key_id, sdk) {
-        (Some(key_id), Some(sdk)) => {
-            let keys = KmsDataKeys::new(aws_sdk_kms::Client::new(sdk), key_id, audience, KeyWindow::default());
-            Arc::new(EnvelopeSealer::new(keys).with_clock(clock.clone()))
-        }
-        _ => Arc::new(EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone())),
-    };
+    let sealer = sealer(settings, sdk, clock.clone());
     #[allow(clippy::type_complexity)]
     let (store, ledger, task_store, quota, feed): (
         Arc<dyn HandleStore>,

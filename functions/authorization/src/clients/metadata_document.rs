@@ -3,7 +3,7 @@
 //! `client_id` is an https URL, the document there describes the client,
 //! and its `client_id` must be that URL. Documents are kept in this
 //! instance for what their server allows, at most an hour, and fetched
-//! at most [`MAX_FETCHES_PER_MINUTE`] times a minute ([`metadata_fetch`]
+//! at most [`MAX_FETCHES_PER_MINUTE`] times a minute ([`metadata_fetch`](super::metadata_fetch)
 //! says how each fetch is guarded).
 
 use std::{

@@ -115,15 +115,22 @@ pub(crate) enum KeyError {
     Unavailable,
 }
 
+/// HTTP/1.1 over TLS with the system's roots (and `SSL_CERT_FILE`'s), or
+/// plain http where [`KeyUrl`]'s rule allows it:
+/// how the function calls an issuer (and the authorization server its
+/// upstream provider).
+pub fn https_connector() -> Result<HttpsConnector<HttpConnector>, String> {
+    Ok(hyper_rustls::HttpsConnectorBuilder::new()
+        .with_native_roots()
+        .map_err(|e| format!("no TLS root certificates: {e}"))?
+        .https_or_http()
+        .enable_http1()
+        .build())
+}
+
 impl IssuerKeys {
     pub fn new(source: KeySource, timings: KeyTimings, clock: Arc<dyn Clock>) -> Result<Self, String> {
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_native_roots()
-            .map_err(|e| format!("no TLS root certificates: {e}"))?
-            .https_or_http()
-            .enable_http1()
-            .build();
-        let client = Client::builder(TokioExecutor::new()).build(connector);
+        let client = Client::builder(TokioExecutor::new()).build(https_connector()?);
         Ok(Self { source, timings, clock, client, cache: RwLock::default(), flight: Arc::default() })
     }
 
