@@ -34,7 +34,10 @@ use serde_json::{Value, json};
 const LOOPBACK_REDIRECT: &str = "http://127.0.0.1:8765/callback";
 
 struct Stack {
+    /// Where clients reach it (the MCP server's address, when in front).
     addr: SocketAddr,
+    /// Where the authorization server itself listens.
+    authorization: SocketAddr,
     issuer: String,
     provider: openid_provider::Provider,
 }
@@ -56,6 +59,12 @@ fn in_memory() -> Backends {
 }
 
 async fn start(backends: Backends, fetcher: GuardedFetcher) -> Stack {
+    start_at(backends, fetcher, None).await
+}
+
+/// The server on a port of its own, or, given `front` (a listener the
+/// MCP server will serve on), reached through that address as locally.
+async fn start_at(backends: Backends, fetcher: GuardedFetcher, front: Option<SocketAddr>) -> Stack {
     let provider = openid_provider::start().await;
     let variables: HashMap<&str, String> = HashMap::from([
         ("MCP_OAUTH_UPSTREAM_ISSUER", provider.issuer.clone()),
@@ -80,8 +89,9 @@ async fn start(backends: Backends, fetcher: GuardedFetcher) -> Stack {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(authorization::entry::serve_local(Arc::new(server), listener));
+    let (authorization, addr) = (addr, front.unwrap_or(addr));
     *provider.callback.lock().unwrap() = format!("http://{addr}/oauth/callback");
-    Stack { addr, issuer: format!("http://{addr}"), provider }
+    Stack { addr, authorization, issuer: format!("http://{addr}"), provider }
 }
 
 fn no_documents() -> GuardedFetcher {
@@ -561,4 +571,43 @@ async fn a_client_metadata_document_is_fetched_guarded_and_must_name_itself() {
     let reply = guarded.get(&guarded.authorize_path(&client_id, LOOPBACK_REDIRECT, &[]), None).await;
     assert_eq!(reply.status, 400);
     assert!(String::from_utf8_lossy(&reply.body).contains("not public"), "{}", String::from_utf8_lossy(&reply.body));
+}
+
+#[tokio::test]
+async fn locally_one_address_serves_the_mcp_endpoint_and_its_authorization_server() {
+    // The MCP server's port first: the authorization server names it as
+    // its issuer, from the Host header the MCP server passes on.
+    let front = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mcp = front.local_addr().unwrap();
+    let stack = start_at(in_memory(), no_documents(), Some(mcp)).await;
+    let authorization = stack.authorization;
+    let resource = stack.resource();
+    let endpoint = e2e::everything_endpoint()
+        .with_resource_metadata(mcp_stateless::edge::protected_resource::ResourceMetadata {
+            authorization_servers: vec![stack.issuer.clone()],
+            scopes_supported: vec!["mcp".into()],
+            resource: None,
+            base_path: String::new(),
+        })
+        .with_bearer(stack.verifier(&resource));
+    let forward = mcp_stateless::edge::authorization_forward::AuthorizationForward::new(&format!("http://{authorization}")).unwrap();
+    tokio::spawn(mcp_stateless::edge::local::serve_local_with(Arc::new(endpoint), front, Some(Arc::new(forward))));
+
+    // A client given only the URL: 401, the resource metadata, the issuer's metadata, all here.
+    let list = e2e::request(1, "tools/list", json!({}), json!({}));
+    let refused = e2e::post(mcp, &list).await;
+    assert_eq!(refused.status, 401);
+    let challenge = refused.headers["www-authenticate"].to_str().unwrap().to_owned();
+    assert!(challenge.contains(&format!("http://{mcp}/.well-known/oauth-protected-resource/mcp")), "{challenge}");
+    let resource_metadata = stack.get("/.well-known/oauth-protected-resource/mcp", None).await.json();
+    assert_eq!(resource_metadata["authorization_servers"], json!([stack.issuer]));
+    assert_eq!(resource_metadata["resource"], resource);
+    assert_eq!(stack.get("/.well-known/oauth-authorization-server", None).await.json()["issuer"], stack.issuer);
+
+    let client_id = stack.client(&[LOOPBACK_REDIRECT]).await;
+    let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+    let token = stack.exchange(&client_id, &code, VERIFIER, &[]).await.json()["access_token"].as_str().unwrap().to_owned();
+    let served = e2e::post_with(mcp, &list, |headers| e2e::set_header(headers, "authorization", &format!("Bearer {token}"))).await;
+    assert_eq!(served.status, 200, "{:?}", served.body);
+    assert!(served.message()["result"]["tools"].as_array().is_some_and(|tools| !tools.is_empty()));
 }

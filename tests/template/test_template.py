@@ -23,7 +23,7 @@ SOURCES = list((ROOT / "functions").rglob("*.rs"))
 sys.path.insert(0, str(ROOT / "infra"))
 from bootstrap import load_template  # noqa: E402  (one YAML reader for the template)
 # Read only by the local server, the local worker or tests, never in Lambda.
-LOCAL_ONLY = {"MCP_LOCAL_ADDR", "MCP_LOCAL_ALLOW_REMOTE", "MCP_TASK_DEAD_LETTER_QUEUE_URL"}
+LOCAL_ONLY = {"MCP_LOCAL_ADDR", "MCP_LOCAL_ALLOW_REMOTE", "MCP_LOCAL_AUTHORIZATION_SERVER", "MCP_TASK_DEAD_LETTER_QUEUE_URL"}
 # Tuning with defaults in the code; a deployment may add them.
 OPTIONAL = {
     "MCP_TASK_TTL_SECONDS",

@@ -21,6 +21,9 @@ pub const CIMD_TRUSTED_HOSTS: &str = "MCP_OAUTH_CIMD_TRUSTED_HOSTS";
 /// `MCP_OAUTH_SIGNING_KEY_ID`: the KMS key (ECC_NIST_P256, SIGN_VERIFY)
 /// access tokens are signed with. Unset: a key made in this process (local only).
 pub const SIGNING_KEY_ID: &str = "MCP_OAUTH_SIGNING_KEY_ID";
+/// `MCP_OAUTH_LOCAL_ADDR`: where the local server listens (the MCP
+/// server's `MCP_LOCAL_AUTHORIZATION_SERVER` names it).
+pub const LOCAL_ADDR: &str = "MCP_OAUTH_LOCAL_ADDR";
 /// `MCP_OAUTH_ISSUER`: this server's issuer URL. Unset: the request's own
 /// origin and `MCP_BASE_PATH`.
 pub const ISSUER: &str = "MCP_OAUTH_ISSUER";
@@ -72,7 +75,7 @@ pub struct OAuthSettings {
     /// `MCP_ALLOWED_HOSTS`: besides loopback locally, the hosts this server
     /// answers for when it builds its issuer from the request.
     pub allowed_hosts: Vec<String>,
-    /// `MCP_LOCAL_ADDR` for the local server; else `127.0.0.1:3001`.
+    /// `MCP_OAUTH_LOCAL_ADDR` for the local server; else `127.0.0.1:3001`.
     pub local_addr: String,
     /// `MCP_LOG_LEVEL`, else `info`.
     pub log_level: String,
@@ -124,7 +127,7 @@ impl OAuthSettings {
             cimd_trusted_hosts: lower(CIMD_TRUSTED_HOSTS),
             signing_key_id,
             allowed_hosts: lower("MCP_ALLOWED_HOSTS"),
-            local_addr: variables.text("MCP_LOCAL_ADDR").unwrap_or_else(|| DEFAULT_LOCAL_ADDR.to_owned()),
+            local_addr: variables.text(LOCAL_ADDR).unwrap_or_else(|| DEFAULT_LOCAL_ADDR.to_owned()),
             log_level: variables.text("MCP_LOG_LEVEL").unwrap_or_else(|| "info".to_owned()),
             lifetimes: Lifetimes::default(),
         })

@@ -156,7 +156,14 @@ where
             let bound = listener.local_addr()?;
             edge::local::check_reach(bound, settings.allow_remote).map_err(StartError::Config)?;
             tracing::info!("MCP server listening on http://{bound}{}", edge::policy::MCP_PATH);
-            Ok(edge::local::serve_local(endpoint, listener).await?)
+            let authorization = settings
+                .local_authorization
+                .as_deref()
+                .map(edge::authorization_forward::AuthorizationForward::new)
+                .transpose()
+                .map_err(StartError::Config)?
+                .map(Arc::new);
+            Ok(edge::local::serve_local_with(endpoint, listener, authorization).await?)
         }
     }
 }

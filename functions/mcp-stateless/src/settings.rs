@@ -56,6 +56,9 @@ pub struct Settings {
     /// `MCP_LOCAL_ALLOW_REMOTE=1`: the local server may listen beyond
     /// loopback, where anyone reaching it can claim any principal.
     pub allow_remote: bool,
+    /// `MCP_LOCAL_AUTHORIZATION_SERVER`: the local authorization server the
+    /// local server passes its paths to (same address, as on AWS).
+    pub local_authorization: Option<String>,
     /// `MCP_LOG_LEVEL`, else `RUST_LOG` where this filter can read it, else `info`.
     pub log_level: String,
     /// `MCP_METRICS_NAMESPACE`: `MCP` unless set (the template sets the stack name).
@@ -185,6 +188,7 @@ impl Settings {
             resource_metadata,
             local_addr,
             allow_remote,
+            local_authorization: variables.text(crate::edge::authorization_forward::LOCAL_AUTHORIZATION_SERVER),
             log_level,
             metrics_namespace: variables.text("MCP_METRICS_NAMESPACE").unwrap_or_else(|| "MCP".to_owned()),
         })

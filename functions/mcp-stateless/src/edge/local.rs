@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 
 use crate::{
     deployment::Transport,
+    edge::authorization_forward::{AuthorizationForward, is_authorization_path},
     edge::endpoint::McpEndpoint,
     edge::error::EdgeError,
     edge::policy::DEV_PRINCIPAL_HEADER,
@@ -31,13 +32,25 @@ pub const DEV_ISSUER: &str = "local-dev";
 
 /// Accepts connections until the listener fails.
 pub async fn serve_local<S: ServerHandler + Clone>(endpoint: Arc<McpEndpoint<S>>, listener: TcpListener) -> std::io::Result<()> {
+    serve_local_with(endpoint, listener, None).await
+}
+
+/// The same, passing the authorization server's paths to `authorization`
+/// when given ([`authorization_forward`](crate::edge::authorization_forward)).
+pub async fn serve_local_with<S: ServerHandler + Clone>(
+    endpoint: Arc<McpEndpoint<S>>,
+    listener: TcpListener,
+    authorization: Option<Arc<AuthorizationForward>>,
+) -> std::io::Result<()> {
     loop {
         let (stream, _) = listener.accept().await?;
         let endpoint = endpoint.clone();
+        let authorization = authorization.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| {
                 let endpoint = endpoint.clone();
-                async move { Ok::<_, Infallible>(local_request(&endpoint, request).await) }
+                let authorization = authorization.clone();
+                async move { Ok::<_, Infallible>(local_request(&endpoint, authorization.as_deref(), request).await) }
             });
             if let Err(error) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
                 tracing::debug!(%error, "local connection ended");
@@ -46,13 +59,20 @@ pub async fn serve_local<S: ServerHandler + Clone>(endpoint: Arc<McpEndpoint<S>>
     }
 }
 
-async fn local_request<S: ServerHandler + Clone>(endpoint: &McpEndpoint<S>, request: http::Request<Incoming>) -> http::Response<EdgeBody> {
+async fn local_request<S: ServerHandler + Clone>(
+    endpoint: &McpEndpoint<S>,
+    authorization: Option<&AuthorizationForward>,
+    request: http::Request<Incoming>,
+) -> http::Response<EdgeBody> {
     let limit = endpoint.policy().max_body_bytes;
     let (mut parts, body) = request.into_parts();
     let body: Bytes = match Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(_) => return EdgeError::BodyTooLarge { limit }.into_response(None).map(stream::whole),
     };
+    if let Some(authorization) = authorization.filter(|_| is_authorization_path(parts.uri.path())) {
+        return authorization.forward(parts, body).await.map(stream::whole);
+    }
     parts.extensions.insert(EntryFacts { principal: dev_principal(&parts.headers), ..EntryFacts::default() });
     let request = http::Request::from_parts(parts, body);
     match endpoint.policy().transport {

@@ -5,6 +5,7 @@
 //! resource metadata, and the two entry points (Lambda events, a local port).
 
 mod admission;
+pub mod authorization_forward;
 mod back_channel;
 pub mod bearer;
 pub mod endpoint;
