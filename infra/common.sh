@@ -127,6 +127,20 @@ wait_for() {
   return 1
 }
 
+# A Chromium that starts headless ($CHROMIUM, else Debian's, installed when
+# missing as root or through sudo; Ubuntu's chromium-browser can be a snap
+# stub that does not start); its path, or a failure.
+chromium_bin() {
+  local chromium="${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}"
+  starts() { [ -n "$1" ] && timeout 60 "$1" --headless --no-sandbox --version >/dev/null 2>&1; }
+  if ! starts "$chromium"; then
+    say "installing Debian's chromium for the browser checks" >&2
+    apt_install chromium || true
+    chromium="$(command -v chromium || true)"
+  fi
+  starts "$chromium" && echo "$chromium"
+}
+
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 # A process and everything it started (cargo lambda watch runs cargo, which

@@ -90,16 +90,9 @@ expect "CLI, modern era: a tool that asks the user: Missing required client capa
   "Missing required client capability" "npx $pinned --cli '$url' --protocol-era modern --method tools/call --tool-name plan_reminder"
 
 # The web UI, started by the README's command on ports of its own.
-# A browser that starts (Ubuntu's chromium-browser can be a snap stub that does not).
-runs() { [ -n "$1" ] && timeout 60 "$1" --headless --no-sandbox --version >/dev/null 2>&1; }
-chromium="${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}"
-if ! runs "$chromium"; then
-  say "installing Debian's chromium for the web UI check"
-  apt_install chromium || true
-  chromium="$(command -v chromium || true)"
-fi
+chromium="$(chromium_bin || true)"
 web_command="$(readme_commands inspector-web | grep '^npx ' | head -n 1 || true)"
-if ! runs "$chromium"; then
+if [ -z "$chromium" ]; then
   fail "web UI: no Chromium that starts, and Debian's could not be installed (apt-get install chromium as root, or set CHROMIUM=/path/to/chrome)"
 elif [ -z "$web_command" ]; then
   fail "web UI: the README's inspector-web block has no npx command"

@@ -8,7 +8,8 @@
 # function and delete every example (infra/fork-test.sh), smoke-tests the
 # function as the local server and under cargo lambda watch, runs the
 # README's curl examples and the MCP Inspector (its CLI, and its web UI in
-# headless Chromium) against the local server, and runs the official MCP
+# headless Chromium) against the local server, signs real clients in through
+# the stack's own authorization server (infra/oauth-clients.sh), and runs the official MCP
 # conformance suite (core and tasks scenarios) against the everything function
 # in three set-ups (infra/conformance-setups.sh); last, `cargo test
 # --workspace` again with nothing set up, as a new user types it. Stops what
@@ -107,6 +108,11 @@ else
   say "README client examples skipped: the starter's example tools are gone"
 fi
 
+say "sign-in: real clients given only the URL, through the stack's own authorization server (infra/oauth-clients.sh)"
+bash infra/oauth-clients.sh | tee "$STATE_DIR/oauth-clients.txt" ||
+  { echo "the sign-in checks failed: $(tail -n 1 "$STATE_DIR/oauth-clients.txt")" >&2; exit 1; }
+oauth_passed="$(tail -n 1 "$STATE_DIR/oauth-clients.txt" | grep -Eo '[0-9]+ passed' | cut -d' ' -f1)"
+
 say "conformance: the official MCP suite against the everything function, in three set-ups (infra/conformance-setups.sh)"
 bash infra/conformance-setups.sh
 conformance_passed="$(cat "$STATE_DIR/conformance-passed.txt")"
@@ -131,5 +137,5 @@ else
   say "skipped: an emulator was running before the test command, and it stays as it was"
 fi
 
-say "cargo tests: $cargo_passed passed; template and script tests: $pytest_passed passed; fork tests: $fork_passed passed; upgrade checks: $upgrade_passed passed; smoke checks: $smoke_passed passed; curl examples: $curl_passed passed; Inspector checks: $inspector_passed passed; conformance checks: $conformance_passed passed"
-echo "summary: $((cargo_passed + pytest_passed + fork_passed + upgrade_passed + smoke_passed + curl_passed + inspector_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"
+say "cargo tests: $cargo_passed passed; template and script tests: $pytest_passed passed; fork tests: $fork_passed passed; upgrade checks: $upgrade_passed passed; smoke checks: $smoke_passed passed; curl examples: $curl_passed passed; Inspector checks: $inspector_passed passed; sign-in checks: $oauth_passed passed; conformance checks: $conformance_passed passed"
+echo "summary: $((cargo_passed + pytest_passed + fork_passed + upgrade_passed + smoke_passed + curl_passed + inspector_passed + oauth_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"

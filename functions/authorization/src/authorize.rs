@@ -323,6 +323,14 @@ impl AuthorizationServer {
         let Some(upstream) = &self.parts.upstream else {
             return pages::error(StatusCode::INTERNAL_SERVER_ERROR, "Sign-in is not set up on this server.");
         };
+        if parameter(&pairs, "iss").is_some_and(|iss| !upstream.is_issuer(iss)) {
+            return Self::refuse_to_client(
+                &endpoints,
+                redirect_uri,
+                state,
+                refusal(ErrorCode::AccessDenied, "the sign-in answer came from another issuer"),
+            );
+        }
         let Some(code) = parameter(&pairs, "code") else {
             let said = parameter(&pairs, "error").unwrap_or("no code");
             return Self::refuse_to_client(

@@ -114,6 +114,12 @@ impl Upstream {
             .await
     }
 
+    /// Whether `iss`, from an authorization response, names this provider
+    /// (RFC 9207: an answer from another provider is a mix-up attack).
+    pub fn is_issuer(&self, iss: &str) -> bool {
+        iss.trim_end_matches('/') == self.settings.issuer
+    }
+
     /// Where to send the browser to sign in.
     pub async fn authorization_url(&self, redirect_uri: &str, state: &str, challenge: &str, nonce: &str) -> Result<String, UpstreamError> {
         let discovery = self.discovery().await?;

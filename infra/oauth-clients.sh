@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Real clients sign in given only the URL (tests/clients/oauth.mjs), against
+# a local stack started here: an OpenID provider on loopback standing in for Cognito
+# (tests/clients/provider.mjs, oidc-provider), the authorization server,
+# and the everything function in front of it on one address, verifying the
+# authorization server's tokens. The TypeScript SDK v1 client signs in
+# with a client metadata document (served over https with a CA made here,
+# which the authorization server trusts through SSL_CERT_FILE and
+# MCP_OAUTH_CIMD_TRUSTED_HOSTS) and with registration, mcp-remote with
+# registration; headless Chromium drives the pages. The consent page's
+# picture lands in .tmp/oauth-clients/consent.png.
+#
+#   bash infra/oauth-clients.sh
+#
+# Prints `ok`/`FAILED` per check and last `oauth clients: N passed, M failed`.
+source "$(dirname "$0")/common.sh"
+cd "$ROOT"
+dir="$ROOT/tests/clients"
+out="$STATE_DIR/oauth-clients"
+rm -rf "$out" && mkdir -p "$out/mcp-remote"
+node_bin="$(node22)"
+npm_ci_pinned "$dir"
+chromium="$(chromium_bin)" || { echo "oauth-clients: no Chromium that starts (apt-get install chromium as root, or set CHROMIUM)" >&2; exit 1; }
+cargo build --locked -q -p authorization -p everything ||
+  { echo "oauth-clients: the authorization server or the everything function did not build" >&2; exit 1; }
+
+# A throwaway CA and a certificate for localhost: the client metadata document's https.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=oauth-clients test CA" \
+  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
+  -keyout "$out/ca.key" -out "$out/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
+  -keyout "$out/leaf.key" -out "$out/leaf.csr" 2>/dev/null
+printf 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n' > "$out/leaf.ext"
+openssl x509 -req -in "$out/leaf.csr" -CA "$out/ca.pem" -CAkey "$out/ca.key" -CAcreateserial -days 1 \
+  -extfile "$out/leaf.ext" -out "$out/leaf.pem" 2>/dev/null ||
+  { echo "oauth-clients: openssl could not make the test certificates" >&2; exit 1; }
+
+mcp_port="$(free_port)" as_port="$(free_port)" provider_port="$(free_port)" cimd_port="$(free_port)"
+origin="http://127.0.0.1:$mcp_port"
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+trap cleanup EXIT
+"$node_bin" "$dir/provider.mjs" "$provider_port" stack-authorization-server provider-test-secret "$origin/oauth/callback" \
+  >"$out/provider.log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$provider_port/.well-known/openid-configuration" 100 "$out/provider.log"
+MCP_OAUTH_LOCAL_ADDR="127.0.0.1:$as_port" \
+  MCP_OAUTH_UPSTREAM_ISSUER="http://127.0.0.1:$provider_port" \
+  MCP_OAUTH_UPSTREAM_CLIENT_ID=stack-authorization-server \
+  MCP_OAUTH_UPSTREAM_CLIENT_SECRET=provider-test-secret \
+  MCP_OAUTH_CIMD_TRUSTED_HOSTS="localhost:$cimd_port" \
+  SSL_CERT_FILE="$out/ca.pem" \
+  "$TARGET/debug/authorization" >"$out/authorization.log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$as_port/.well-known/oauth-authorization-server" 100 "$out/authorization.log"
+MCP_LOCAL_ADDR="127.0.0.1:$mcp_port" \
+  MCP_LOCAL_AUTHORIZATION_SERVER="http://127.0.0.1:$as_port" \
+  MCP_AUTHORIZATION_SERVERS="$origin" MCP_SCOPES_SUPPORTED=mcp \
+  MCP_JWT_ISSUER="$origin" MCP_JWT_AUDIENCE="$origin/mcp" MCP_JWT_SCOPES=mcp \
+  "$TARGET/debug/everything" >"$out/mcp.log" 2>&1 &
+pids+=($!)
+wait_for "$origin/.well-known/oauth-protected-resource/mcp" 100 "$out/mcp.log"
+
+status=0
+CHROMIUM="$chromium" MCP_REMOTE_CONFIG_DIR="$out/mcp-remote" \
+  "$node_bin" "$dir/oauth.mjs" "$origin/mcp" "$out" "$cimd_port" "$out/leaf.pem" "$out/leaf.key" |
+  tee "$out/checks.txt" || status=1
+[ "$status" = 0 ] || echo "oauth-clients: logs in $out (provider.log, authorization.log, mcp.log)" >&2
+exit "$status"
