@@ -3,18 +3,19 @@
 //! on loopback, `support/openid_provider.rs`), the code exchange and
 //! refresh, and each rule that keeps a token from the wrong hands. Its
 //! tokens are then verified by the MCP function's own verifier. One flow
-//! runs on the emulator (KMS sealing and signing, DynamoDB grants).
+//! runs on the emulator (KMS sealing and signing, DynamoDB grants, the
+//! upstream client secret from Parameter Store).
 
 use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
 
 use authorization::{
     AuthorizationServer, OAuthSettings, Parts,
-    aws::{DynamoGrants, KmsSigner},
+    aws::{DynamoGrants, KmsSigner, ParameterSecret},
     clients::{Clients, metadata_document::MetadataDocuments, metadata_fetch::GuardedFetcher},
     grants::{GrantStore, InMemoryGrants},
     sealing::Seals,
     signing::{InProcessSigner, TokenSigner},
-    upstream::Upstream,
+    upstream::{SecretSource, Upstream},
 };
 use aws_lc_rs::digest::{SHA256, digest};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
@@ -43,6 +44,8 @@ struct Stack {
 }
 
 struct Backends {
+    /// Where the upstream client secret comes from; `None`: the environment.
+    upstream_secret: Option<Arc<dyn SecretSource>>,
     sealer: Arc<dyn RequestStateSealer>,
     grants: Arc<dyn GrantStore>,
     ledger: Arc<dyn RedemptionLedger>,
@@ -51,6 +54,7 @@ struct Backends {
 
 fn in_memory() -> Backends {
     Backends {
+        upstream_secret: None,
         sealer: Arc::new(EnvelopeSealer::new(InProcessKey::generate())),
         grants: Arc::new(InMemoryGrants::default()),
         ledger: Arc::new(InMemoryLedger::default()),
@@ -66,16 +70,22 @@ async fn start(backends: Backends, fetcher: GuardedFetcher) -> Stack {
 /// MCP server will serve on), reached through that address as locally.
 async fn start_at(backends: Backends, fetcher: GuardedFetcher, front: Option<SocketAddr>) -> Stack {
     let provider = openid_provider::start().await;
-    let variables: HashMap<&str, String> = HashMap::from([
+    let mut variables: HashMap<&str, String> = HashMap::from([
         ("MCP_OAUTH_UPSTREAM_ISSUER", provider.issuer.clone()),
         ("MCP_OAUTH_UPSTREAM_CLIENT_ID", openid_provider::CLIENT_ID.to_owned()),
-        ("MCP_OAUTH_UPSTREAM_CLIENT_SECRET", openid_provider::CLIENT_SECRET.to_owned()),
     ]);
+    if backends.upstream_secret.is_none() {
+        variables.insert("MCP_OAUTH_UPSTREAM_CLIENT_SECRET", openid_provider::CLIENT_SECRET.to_owned());
+    }
     let settings = OAuthSettings::read(Mode::Local, &Variables::new(|name| variables.get(name).cloned())).unwrap();
     let clock = Arc::new(SystemClock);
     let seals = Seals::new(backends.sealer, "e2e-authorization");
     let documents = Arc::new(MetadataDocuments::new(fetcher, clock.clone(), Duration::from_secs(60)));
-    let upstream = Some(Arc::new(Upstream::new(settings.upstream.clone().unwrap()).unwrap()));
+    let mut upstream = Upstream::new(settings.upstream.clone().unwrap()).unwrap();
+    if let Some(source) = backends.upstream_secret {
+        upstream = upstream.with_secret_source(source);
+    }
+    let upstream = Some(Arc::new(upstream));
     let server = AuthorizationServer::new(Parts {
         settings,
         clients: Clients::new(seals.clone(), documents),
@@ -297,7 +307,18 @@ async fn on_the_emulator_with_kms_sealing_and_signing_and_dynamodb_grants() {
     let sealing = emulator::fresh_key(&sdk).await;
     let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
     let keys = mcp_aws::KmsDataKeys::new(kms.clone(), &sealing, "e2e-authorization", mcp_aws::KeyWindow::default());
+    // The upstream client secret as on AWS: a SecureString in Parameter Store.
+    let ssm = aws_sdk_ssm::Client::new(&sdk);
+    let parameter = emulator::unique("/e2e/upstream-client-secret");
+    ssm.put_parameter()
+        .name(&parameter)
+        .value(openid_provider::CLIENT_SECRET)
+        .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+        .send()
+        .await
+        .unwrap();
     let backends = Backends {
+        upstream_secret: Some(Arc::new(ParameterSecret::new(ssm, &parameter))),
         sealer: Arc::new(EnvelopeSealer::new(keys)),
         grants: Arc::new(DynamoGrants::new(dynamo.clone(), &table)),
         ledger: Arc::new(mcp_aws::DynamoStore::new(dynamo, &table)),

@@ -17,7 +17,7 @@ use mcp_stateless::{
 };
 
 use crate::{
-    aws::{DynamoGrants, KmsSigner},
+    aws::{DynamoGrants, KmsSigner, ParameterSecret},
     clients::{Clients, metadata_document::MetadataDocuments, metadata_fetch::GuardedFetcher},
     grants::{GrantStore, InMemoryGrants},
     sealing::Seals,
@@ -50,7 +50,18 @@ pub fn build(
         (Some(key_id), Some(sdk)) => Arc::new(KmsSigner::new(aws_sdk_kms::Client::new(sdk), key_id)),
         _ => Arc::new(InProcessSigner::generate()),
     };
-    let upstream = settings.upstream.clone().map(Upstream::new).transpose()?.map(Arc::new);
+    let upstream = match settings.upstream.clone() {
+        None => None,
+        Some(upstream) => {
+            let parameter = upstream.client_secret_parameter.clone();
+            let mut upstream = Upstream::new(upstream)?;
+            if let Some(name) = parameter {
+                let sdk = sdk.ok_or("the upstream client secret's parameter needs AWS (an SDK configuration)")?;
+                upstream = upstream.with_secret_source(Arc::new(ParameterSecret::new(aws_sdk_ssm::Client::new(sdk), &name)));
+            }
+            Some(Arc::new(upstream))
+        }
+    };
     let fetcher = GuardedFetcher::new(settings.cimd_trusted_hosts.clone())?;
     let documents = Arc::new(MetadataDocuments::new(fetcher, clock.clone(), settings.lifetimes.metadata_cache));
     let seals = Seals::new(sealer, audience);
@@ -71,7 +82,8 @@ async fn run() -> Result<(), mcp_stateless::StartError> {
     mcp_stateless::logging::init(settings.mode, &settings.log_level);
     let aws = AwsSettings::from_env();
     aws.check(settings.mode).map_err(StartError::Config)?;
-    let uses_aws = aws.state_key_id.is_some() || aws.table_name.is_some() || settings.signing_key_id.is_some();
+    let secret_parameter = settings.upstream.as_ref().is_some_and(|upstream| upstream.client_secret_parameter.is_some());
+    let uses_aws = aws.state_key_id.is_some() || aws.table_name.is_some() || settings.signing_key_id.is_some() || secret_parameter;
     let sdk = if uses_aws { Some(mcp_aws::sdk_config().await.map_err(StartError::Config)?) } else { None };
     let mode = settings.mode;
     let local_addr = settings.local_addr.clone();

@@ -14,6 +14,9 @@ pub const UPSTREAM_CLIENT_ID: &str = "MCP_OAUTH_UPSTREAM_CLIENT_ID";
 /// `MCP_OAUTH_UPSTREAM_CLIENT_SECRET`: that client's secret; unset for a
 /// public client (PKCE only). Local runs only.
 pub const UPSTREAM_CLIENT_SECRET: &str = "MCP_OAUTH_UPSTREAM_CLIENT_SECRET";
+/// `MCP_OAUTH_UPSTREAM_CLIENT_SECRET_PARAMETER`: the Parameter Store
+/// SecureString holding that secret, read once per instance (on AWS).
+pub const UPSTREAM_CLIENT_SECRET_PARAMETER: &str = "MCP_OAUTH_UPSTREAM_CLIENT_SECRET_PARAMETER";
 /// `MCP_OAUTH_CIMD_TRUSTED_HOSTS`: `host:port` entries whose client
 /// metadata documents may be fetched from any address (tests, private
 /// deployments). Empty by default.
@@ -35,8 +38,10 @@ pub struct UpstreamSettings {
     pub issuer: String,
     /// The client id it registered for this server.
     pub client_id: String,
-    /// The client's secret, if it is a confidential client.
+    /// The client's secret, if it is a confidential client (local runs).
     pub client_secret: Option<String>,
+    /// Where the secret is kept on AWS: a Parameter Store name.
+    pub client_secret_parameter: Option<String>,
 }
 
 impl std::fmt::Debug for UpstreamSettings {
@@ -46,6 +51,7 @@ impl std::fmt::Debug for UpstreamSettings {
             .field("issuer", &self.issuer)
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "<set>"))
+            .field("client_secret_parameter", &self.client_secret_parameter)
             .finish()
     }
 }
@@ -103,7 +109,16 @@ impl OAuthSettings {
                 if client_secret.is_some() && mode == Mode::Lambda {
                     return Err(format!("{UPSTREAM_CLIENT_SECRET} is for local runs: on AWS no secret goes into a function's environment"));
                 }
-                Some(UpstreamSettings { issuer: issuer.trim_end_matches('/').to_owned(), client_id, client_secret })
+                let client_secret_parameter = variables.text(UPSTREAM_CLIENT_SECRET_PARAMETER);
+                if client_secret.is_some() && client_secret_parameter.is_some() {
+                    return Err(format!("set {UPSTREAM_CLIENT_SECRET} or {UPSTREAM_CLIENT_SECRET_PARAMETER}, not both"));
+                }
+                Some(UpstreamSettings {
+                    issuer: issuer.trim_end_matches('/').to_owned(),
+                    client_id,
+                    client_secret,
+                    client_secret_parameter,
+                })
             }
             (Some(_), None) => return Err(format!("{UPSTREAM_CLIENT_ID} must be set beside {UPSTREAM_ISSUER}")),
             (None, Some(_)) => return Err(format!("{UPSTREAM_ISSUER} must be set beside {UPSTREAM_CLIENT_ID}")),

@@ -8,13 +8,14 @@
 //! which OpenID Connect Core 1.0 (3.1.3.7, 6) lets stand in for checking
 //! its signature; its issuer, audience, expiry and nonce are checked.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use base64::{
     Engine,
     engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
 };
 use bytes::Bytes;
+use futures::future::BoxFuture;
 use http::{Request, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_rustls::HttpsConnector;
@@ -67,9 +68,18 @@ struct IdClaims {
     azp: Option<String>,
 }
 
+/// Where this server's client secret at the provider comes from, asked
+/// once per instance ([`crate::aws::ParameterSecret`] on AWS).
+pub trait SecretSource: Send + Sync {
+    /// The secret.
+    fn secret(&self) -> BoxFuture<'_, Result<String, String>>;
+}
+
 /// The upstream provider, discovered on first use.
 pub struct Upstream {
     settings: UpstreamSettings,
+    secret_source: Option<Arc<dyn SecretSource>>,
+    secret: OnceCell<Option<String>>,
     client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     discovery: OnceCell<Discovery>,
 }
@@ -78,7 +88,32 @@ impl Upstream {
     /// For `settings`; fetches nothing yet.
     pub fn new(settings: UpstreamSettings) -> Result<Self, String> {
         let connector = mcp_stateless::edge::bearer::issuer_keys::https_connector()?;
-        Ok(Self { settings, client: Client::builder(TokioExecutor::new()).build(connector), discovery: OnceCell::new() })
+        Ok(Self {
+            secret: OnceCell::new(),
+            secret_source: None,
+            settings,
+            client: Client::builder(TokioExecutor::new()).build(connector),
+            discovery: OnceCell::new(),
+        })
+    }
+
+    /// With the client secret from `source` (read on first need).
+    pub fn with_secret_source(mut self, source: Arc<dyn SecretSource>) -> Self {
+        self.secret_source = Some(source);
+        self
+    }
+
+    async fn client_secret(&self) -> Result<Option<&str>, UpstreamError> {
+        let secret = self
+            .secret
+            .get_or_try_init(|| async {
+                match &self.secret_source {
+                    Some(source) => source.secret().await.map(Some).map_err(UpstreamError::Unavailable),
+                    None => Ok(self.settings.client_secret.clone()),
+                }
+            })
+            .await?;
+        Ok(secret.as_deref())
     }
 
     async fn call(&self, request: Request<Full<Bytes>>) -> Result<(StatusCode, Bytes), UpstreamError> {
@@ -140,7 +175,8 @@ impl Upstream {
     /// The user the provider's `code` signs in, as `<issuer>#<subject>`.
     pub async fn subject(&self, code: &str, verifier: &str, redirect_uri: &str, nonce: &str, now: u64) -> Result<String, UpstreamError> {
         let discovery = self.discovery().await?;
-        let request = self.token_request(discovery, code, verifier, redirect_uri)?;
+        let secret = self.client_secret().await?;
+        let request = self.token_request(discovery, secret, code, verifier, redirect_uri)?;
         let (status, body) = self.call(request).await?;
         if status.is_server_error() {
             return Err(UpstreamError::Unavailable(format!("token endpoint: HTTP {status}")));
@@ -184,6 +220,7 @@ impl Upstream {
     fn token_request(
         &self,
         discovery: &Discovery,
+        secret: Option<&str>,
         code: &str,
         verifier: &str,
         redirect_uri: &str,
@@ -195,7 +232,7 @@ impl Upstream {
             .append_pair("code_verifier", verifier);
         let mut request = Request::post(&discovery.token_endpoint).header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
         let methods = &discovery.token_endpoint_auth_methods_supported;
-        match &self.settings.client_secret {
+        match secret {
             // client_secret_basic is the default (OpenID Connect Discovery 1.0, 3).
             Some(secret) if methods.is_empty() || methods.iter().any(|m| m == "client_secret_basic") => {
                 let encode = |text: &str| form_urlencoded::byte_serialize(text.as_bytes()).collect::<String>();
