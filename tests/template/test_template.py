@@ -63,6 +63,8 @@ REQUEST_KEYS_BY_ACTION = {
 # Every AuthMode with every Transport: all deploy (jwt with streaming has
 # the function verify the tokens).
 COMBINATIONS = [
+    ("oauth", "buffered"),
+    ("oauth", "streaming"),
     ("cognito", "buffered"),
     ("jwt", "buffered"),
     ("none", "buffered"),
@@ -95,6 +97,33 @@ REST_API = {
 }
 REST_COGNITO = {"McpRestAuthorizer", "McpRestUnauthorizedResponse", "McpRestAccessDeniedResponse", "McpRestDeploymentCognito"}
 REST_OPEN = {"McpRestDeploymentOpen"}
+# AuthMode oauth: the authorization server's paths, on either API.
+HTTP_OAUTH = {
+    "AuthorizationIntegration",
+    "AuthorizationRoute",
+    "AuthorizationMetadataRoute",
+    "OpenIdConfigurationRoute",
+    "AuthorizationInvokePermission",
+}
+REST_OAUTH = {
+    "OAuthRestResource",
+    "OAuthProxyRestResource",
+    "AuthorizationMetadataRestResource",
+    "OpenIdConfigurationRestResource",
+    "AuthorizationRestMethod",
+    "AuthorizationMetadataRestMethod",
+    "OpenIdConfigurationRestMethod",
+    "AuthorizationRestInvokePermission",
+    "McpRestDeploymentOAuth",
+}
+AUTHORIZATION_PATHS = ("/oauth/{proxy+}", "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration")
+# The issuer the stack's own authorization server is, on each API.
+OAUTH_ISSUER = {
+    "buffered": {"Fn::Sub": "https://${McpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}"},
+    "streaming": {"Fn::Sub": "https://${McpRestApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/api"},
+}
+# Read by the authorization server only where it runs locally, or optional.
+AUTHORIZATION_LOCAL_ONLY = {"MCP_OAUTH_LOCAL_ADDR", "MCP_OAUTH_UPSTREAM_CLIENT_SECRET", "MCP_OAUTH_CIMD_TRUSTED_HOSTS"}
 METADATA_PATHS = ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp")
 
 
@@ -113,14 +142,15 @@ def rust_constant(name):
     raise AssertionError(f"constant {name} not found in the Rust sources")
 
 
-def env_vars_read_by_code():
+def env_vars_read_by_code(authorization=False):
+    """The variables the MCP function's crates read, or with
+    `authorization` the authorization server's own crate."""
     names = set()
-    # The authorization server (functions/authorization) reads its own
-    # variables; it is not in the template yet (docs/reference.md, "The
-    # stack's own authorization server").
-    for path in (p for p in SOURCES if "authorization" not in p.relative_to(ROOT).parts):
-        names.update(re.findall(r'"(MCP_[A-Z_]+)"', path.read_text()))
-    return {n for n in names if not n.startswith("MCP_TEST_")} - LOCAL_ONLY - OPTIONAL
+    for path in SOURCES:
+        if ("authorization" in path.relative_to(ROOT).parts) == authorization:
+            names.update(re.findall(r'"(MCP_[A-Z_]+)"', path.read_text()))
+    names = {n for n in names if not n.startswith("MCP_TEST_")}
+    return names - AUTHORIZATION_LOCAL_ONLY if authorization else names - LOCAL_ONLY - OPTIONAL
 
 
 NO_VALUE = object()
@@ -197,12 +227,12 @@ def cfn(request):
     return translate(mode, Transport=transport), mode, transport
 
 
-@pytest.fixture(scope="module", params=["cognito", "jwt", "none"])
+@pytest.fixture(scope="module", params=["oauth", "cognito", "jwt", "none"])
 def buffered(request):
     return translate(request.param, Transport="buffered"), request.param
 
 
-@pytest.fixture(scope="module", params=["cognito", "jwt", "none"])
+@pytest.fixture(scope="module", params=["oauth", "cognito", "jwt", "none"])
 def streaming(request):
     return translate(request.param, Transport="streaming"), request.param
 
@@ -225,13 +255,53 @@ def function(template, logical_id):
 
 def test_function_gets_every_variable_the_code_reads(cfn):
     template, _, _ = cfn
-    assert set(resources(template, "AWS::Lambda::Function")) == {"McpFunction", "TaskWorkerFunction"}
+    template_, mode, _ = cfn
+    expected = {"McpFunction", "TaskWorkerFunction"} | ({"AuthorizationFunction"} if mode == "oauth" else set())
+    assert set(resources(template, "AWS::Lambda::Function")) == expected
     function_ = function(template, "McpFunction")
     declared = set(function_["Environment"]["Variables"])
     missing = env_vars_read_by_code() - WORKER_ONLY - declared
     assert not missing, f"template.yaml does not set {sorted(missing)}"
     assert function_["Runtime"] == "provided.al2023"
     assert function_["Architectures"] == ["arm64"]
+
+
+def test_the_authorization_server_gets_every_variable_it_reads_and_its_own_grants(cfn):
+    template, mode, transport = cfn
+    if mode != "oauth":
+        assert "AuthorizationFunction" not in template["Resources"] and "TokenSigningKey" not in template["Resources"]
+        return
+    variables = function(template, "AuthorizationFunction")["Environment"]["Variables"]
+    missing = env_vars_read_by_code(authorization=True) - set(variables)
+    assert not missing, f"template.yaml does not set {sorted(missing)} for the authorization server"
+    # What it reads through mcp-aws: the sealing key, the table, the deployment.
+    assert variables["MCP_STATE_KEY_ID"] == {"Fn::GetAtt": ["StateKey", "Arn"]}
+    assert variables["MCP_TABLE_NAME"] == {"Ref": "StateTable"}
+    assert variables["MCP_AUDIENCE"] == {"Ref": "AWS::StackName"}
+    assert variables["MCP_OAUTH_SIGNING_KEY_ID"] == {"Fn::GetAtt": ["TokenSigningKey", "Arn"]}
+    # The issuer the MCP side trusts is the one it says it is.
+    assert variables["MCP_OAUTH_ISSUER"] == OAUTH_ISSUER[transport]
+    assert "MCP_OAUTH_UPSTREAM_CLIENT_SECRET" not in variables, "no secret in a function's environment"
+    key = template["Resources"]["TokenSigningKey"]["Properties"]
+    assert (key["KeySpec"], key["KeyUsage"]) == ("ECC_NIST_P256", "SIGN_VERIFY")
+    # Only the authorization server signs; the MCP function and the worker cannot.
+    assert actions_of(template, "AuthorizationFunctionRole", "kms") == {"kms:Sign", "kms:GetPublicKey", "kms:GenerateDataKey", "kms:Decrypt"}
+    sign = [st for st in role_statements(template, "AuthorizationFunctionRole") if "kms:Sign" in listed(st["Action"])]
+    assert [listed(st["Resource"]) for st in sign] == [[{"Fn::GetAtt": ["TokenSigningKey", "Arn"]}]]
+    for role in ("McpFunctionRole", "TaskWorkerRole"):
+        assert not {"kms:Sign", "kms:GetPublicKey"} & actions_of(template, role, "kms"), role
+    assert keys_by_action(template, "AuthorizationFunctionRole") == dict.fromkeys(
+        ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"], {"oauth#*", "jti#*"}
+    )
+    assert not actions_of(template, "AuthorizationFunctionRole", "ssm"), "no parameter to read unless one is named"
+    named = translate("oauth", Transport=transport, UpstreamIssuer="https://idp.example.com", UpstreamClientId="abc",
+                      UpstreamClientSecretParameter="/mcp/upstream-secret")
+    (read,) = [st for st in role_statements(named, "AuthorizationFunctionRole") if "ssm:GetParameter" in listed(st["Action"])]
+    assert listed(read["Action"]) == ["ssm:GetParameter"]
+    assert function(named, "AuthorizationFunction")["Environment"]["Variables"]["MCP_OAUTH_UPSTREAM_CLIENT_SECRET_PARAMETER"] == {
+        "Ref": "UpstreamClientSecretParameter"
+    }
+    assert not [k for k, r in named["Resources"].items() if r["Type"].startswith("AWS::Cognito::")], "another provider, no pool"
 
 
 def test_worker_is_fed_by_the_task_queue_and_its_dead_letter_queue(cfn):
@@ -429,17 +499,22 @@ def test_iam_has_no_wildcard_action_or_resource(cfn):
 
 
 def test_kms_use_is_conditioned_on_the_context_the_code_sends(cfn):
-    template, _, _ = cfn
-    kms = [s for s in iam_statements(template) if any(a.startswith("kms:") for a in listed(s["Action"]))]
-    assert len(kms) == 1
-    assert sorted(listed(kms[0]["Action"])) == ["kms:Decrypt", "kms:GenerateDataKey"]
-    condition = kms[0]["Condition"]["StringEquals"]
-    purpose_key = rust_constant("CONTEXT_PURPOSE_KEY")
-    audience_key = rust_constant("CONTEXT_AUDIENCE_KEY")
-    assert condition[f"kms:EncryptionContext:{purpose_key}"] == rust_constant("CONTEXT_PURPOSE")
-    assert condition[f"kms:EncryptionContext:{audience_key}"] == {"Ref": "AWS::StackName"}
+    template, mode, _ = cfn
+    sealing = [
+        s for s in iam_statements(template) if {"kms:Decrypt", "kms:GenerateDataKey"} & set(listed(s["Action"]))
+    ]
+    # The MCP function, and with oauth the authorization server, seal.
+    assert len(sealing) == (2 if mode == "oauth" else 1)
+    for statement in sealing:
+        assert sorted(listed(statement["Action"])) == ["kms:Decrypt", "kms:GenerateDataKey"]
+        assert listed(statement["Resource"]) == [{"Fn::GetAtt": ["StateKey", "Arn"]}]
+        condition = statement["Condition"]["StringEquals"]
+        purpose_key = rust_constant("CONTEXT_PURPOSE_KEY")
+        audience_key = rust_constant("CONTEXT_AUDIENCE_KEY")
+        assert condition[f"kms:EncryptionContext:{purpose_key}"] == rust_constant("CONTEXT_PURPOSE")
+        assert condition[f"kms:EncryptionContext:{audience_key}"] == {"Ref": "AWS::StackName"}
     assert function(template, "McpFunction")["Environment"]["Variables"]["MCP_AUDIENCE"] == {"Ref": "AWS::StackName"}
-    key = the(template, "AWS::KMS::Key")
+    key = template["Resources"]["StateKey"]["Properties"]
     assert key["EnableKeyRotation"] is True
 
 
@@ -456,11 +531,20 @@ def test_dynamodb_actions_are_item_actions_on_the_table(cfn):
 def test_routes_and_auth(buffered):
     template, mode = buffered
     routes = {r["Properties"]["RouteKey"]: r["Properties"] for r in resources(template, "AWS::ApiGatewayV2::Route").values()}
+    oauth = {f"ANY {path}" for path in AUTHORIZATION_PATHS} if mode == "oauth" else set()
     assert set(routes) == {
         "POST /mcp",
         "GET /.well-known/oauth-protected-resource",
         "GET /.well-known/oauth-protected-resource/mcp",
-    }
+    } | oauth
+    for key in oauth:
+        # How a client gets a token: open, and served by the authorization server.
+        assert routes[key]["AuthorizationType"] == "NONE" and routes[key]["Target"] == {"Fn::Sub": "integrations/${AuthorizationIntegration}"}
+    if mode == "oauth":
+        jwt = resources(template, "AWS::ApiGatewayV2::Authorizer")["JwtAuthorizer"]["Properties"]["JwtConfiguration"]
+        # The authorizer trusts the stack's own issuer, for this endpoint (RFC 8707).
+        assert jwt["Issuer"] == OAUTH_ISSUER["buffered"]
+        assert jwt["Audience"] == [{"Fn::Sub": OAUTH_ISSUER["buffered"]["Fn::Sub"] + "/mcp"}]
     for key in ("GET /.well-known/oauth-protected-resource", "GET /.well-known/oauth-protected-resource/mcp"):
         assert routes[key]["AuthorizationType"] == "NONE"
     variables = function(template, "McpFunction")["Environment"]["Variables"]
@@ -498,8 +582,24 @@ def test_jwt_mode_cannot_be_deployed_without_issuer_audience_or_scopes():
 def test_cognito_mode_signs_in_with_pkce_and_the_authorizer_trusts_it(cfn):
     template, mode, transport = cfn
     cognito = {k for k, r in template["Resources"].items() if r["Type"].startswith("AWS::Cognito::")}
+    if mode == "oauth":
+        # The pool users sign in at, with one client: the authorization
+        # server's, public with PKCE, whose one callback is its own.
+        assert cognito == {"UserPool", "UserPoolDomain", "AuthorizationServerClient"}
+        client = template["Resources"]["AuthorizationServerClient"]["Properties"]
+        assert client["GenerateSecret"] is False and client["AllowedOAuthFlows"] == ["code"]
+        (callback,) = client["CallbackURLs"]
+        assert callback["Fn::Sub"] == OAUTH_ISSUER[transport]["Fn::Sub"] + "/oauth/callback"
+        assert template["Outputs"]["AuthorizationCallbackUrl"]["Value"] == callback
+        assert template["Outputs"]["AuthorizationServerIssuer"]["Value"] == OAUTH_ISSUER[transport]
+        variables = function(template, "AuthorizationFunction")["Environment"]["Variables"]
+        assert variables["MCP_OAUTH_UPSTREAM_CLIENT_ID"] == {"Ref": "AuthorizationServerClient"}
+        assert variables["MCP_OAUTH_UPSTREAM_ISSUER"] == {"Fn::Sub": "https://cognito-idp.${AWS::Region}.${AWS::URLSuffix}/${UserPool}"}
+        # The MCP side names and trusts the stack's own issuer, not the pool.
+        assert function(template, "McpFunction")["Environment"]["Variables"]["MCP_AUTHORIZATION_SERVERS"] == OAUTH_ISSUER[transport]
+        return
     if mode != "cognito":
-        assert not cognito, "only AuthMode cognito creates a user pool"
+        assert not cognito, "only AuthMode oauth and cognito create a user pool"
         assert not any(k.startswith("Cognito") for k in template["Outputs"])
         return
     assert cognito == {"UserPool", "UserPoolResourceServer", "UserPoolDomain", "UserPoolClient"}
@@ -584,19 +684,22 @@ def api_resources(template):
 def test_each_transport_deploys_exactly_its_own_api(cfn):
     template, mode, transport = cfn
     if transport == "buffered":
-        expected = HTTP_API | ({"JwtAuthorizer"} if mode != "none" else set())
+        expected = HTTP_API | ({"JwtAuthorizer"} if mode != "none" else set()) | (HTTP_OAUTH if mode == "oauth" else set())
     else:
-        expected = REST_API | (REST_COGNITO if mode == "cognito" else REST_OPEN)
+        auth = {"cognito": REST_COGNITO, "oauth": REST_OAUTH}.get(mode, REST_OPEN)
+        expected = REST_API | auth
     assert api_resources(template) == expected
     other = "AWS::ApiGatewayV2::" if transport == "streaming" else "AWS::ApiGateway::"
     assert not [k for k, r in template["Resources"].items() if r["Type"].startswith(other)], f"{transport} deploys one API"
-    # API Gateway may invoke the function only from the API this stack serves.
-    (permission,) = [template["Resources"][k]["Properties"] for k in expected if k.endswith("InvokePermission")]
+    # API Gateway may invoke each function only from the API this stack serves.
+    permissions = [template["Resources"][k]["Properties"] for k in expected if k.endswith("InvokePermission")]
+    functions = {"McpFunction", "AuthorizationFunction"} if mode == "oauth" else {"McpFunction"}
+    assert {p["FunctionName"]["Ref"] for p in permissions} == functions and len(permissions) == len(functions)
     api = "McpRestApi" if transport == "streaming" else "McpApi"
-    assert permission["Action"] == "lambda:InvokeFunction"
-    assert permission["Principal"] == "apigateway.amazonaws.com"
-    assert permission["FunctionName"] == {"Ref": "McpFunction"}
-    assert permission["SourceArn"] == {"Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${" + api + "}/*"}
+    for permission in permissions:
+        assert permission["Action"] == "lambda:InvokeFunction"
+        assert permission["Principal"] == "apigateway.amazonaws.com"
+        assert permission["SourceArn"] == {"Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${" + api + "}/*"}
 
 
 PSEUDO_PARAMETERS = {"AWS::AccountId", "AWS::NoValue", "AWS::Partition", "AWS::Region", "AWS::StackId", "AWS::StackName", "AWS::URLSuffix"}
@@ -649,7 +752,7 @@ def test_function_timeout_and_transport_follow_the_parameter(cfn):
     assert variables["AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH"] == "true"
     listen = int(variables["MCP_LISTEN_SECONDS"])
     if transport == "buffered":
-        integration = the(template, "AWS::ApiGatewayV2::Integration")
+        integration = template["Resources"]["McpIntegration"]["Properties"]
         assert function_["Timeout"] < 29, "must end before the HTTP API's 29 s integration timeout"
         assert function_["Timeout"] * 1000 < integration["TimeoutInMillis"] <= 29000
         assert variables["MCP_BASE_PATH"] == ""
@@ -659,7 +762,8 @@ def test_function_timeout_and_transport_follow_the_parameter(cfn):
         # the integration waits as long as the function may run.
         assert listen < function_["Timeout"] <= 900
         for method in resources(template, "AWS::ApiGateway::Method").values():
-            assert method["Properties"]["Integration"]["TimeoutInMillis"] == function_["Timeout"] * 1000
+            if "McpFunction" in method["Properties"]["Integration"]["Uri"]["Fn::Sub"]:
+                assert method["Properties"]["Integration"]["TimeoutInMillis"] == function_["Timeout"] * 1000
         assert variables["MCP_BASE_PATH"] == f"/{REST_STAGE}"
     assert template["Outputs"]["Transport"]["Value"] == {"Ref": "Transport"}
 
@@ -704,8 +808,14 @@ def test_streaming_methods_stream_the_function_through_a_regional_api(streaming)
     # Edge-optimised endpoints drop a stream idle for 30 s; regional, 5 min.
     assert api["EndpointConfiguration"] == {"Types": ["REGIONAL"]}
     methods = rest_methods(template)
+    oauth = {("ANY", path) for path in AUTHORIZATION_PATHS} if _ == "oauth" else set()
     # ANY on /mcp: the function itself answers wrong methods (405, 406...).
-    assert set(methods) == {("ANY", "/mcp"), *(("GET", p) for p in METADATA_PATHS)}
+    assert set(methods) == {("ANY", "/mcp"), *(("GET", p) for p in METADATA_PATHS)} | oauth
+    for key in oauth:
+        # The authorization server answers whole (nothing of it streams).
+        integration = methods.pop(key)["Integration"]
+        assert integration["Type"] == "AWS_PROXY" and "ResponseTransferMode" not in integration, key
+        assert integration["Uri"]["Fn::Sub"].endswith("/functions/${AuthorizationFunction.Arn}/invocations"), key
     for key, method in methods.items():
         integration = method["Integration"]
         assert integration["Type"] == "AWS_PROXY", key
@@ -729,11 +839,19 @@ def test_streaming_auth_requires_the_cognito_scope_on_mcp_only(streaming):
     mcp = methods[("ANY", "/mcp")]
     authorizers = resources(template, "AWS::ApiGateway::Authorizer")
     if mode != "cognito":
-        # none: open; jwt: the function verifies the token (MCP_JWT_*).
+        # none: open; jwt and oauth: the function verifies the token (MCP_JWT_*).
         assert mcp["AuthorizationType"] == "NONE"
         assert "AuthorizerId" not in mcp and "AuthorizationScopes" not in mcp
         assert not authorizers
-        assert variables["MCP_AUTHORIZATION_SERVERS"] == ({"Ref": "JwtIssuer"} if mode == "jwt" else "")
+        issuer = {"jwt": {"Ref": "JwtIssuer"}, "oauth": OAUTH_ISSUER["streaming"]}.get(mode, "")
+        assert variables["MCP_AUTHORIZATION_SERVERS"] == issuer
+        if mode == "oauth":
+            # It trusts the stack's own issuer, for this endpoint, with the scopes published.
+            assert variables["MCP_JWT_ISSUER"] == issuer
+            assert variables["MCP_JWT_AUDIENCE"] == {"Fn::Sub": OAUTH_ISSUER["streaming"]["Fn::Sub"] + "/mcp"}
+            custom = translate("oauth", Transport="streaming", ResourceUrl="https://mcp.example.com/mcp")
+            assert function(custom, "McpFunction")["Environment"]["Variables"]["MCP_JWT_AUDIENCE"] == {"Ref": "ResourceUrl"}
+            assert variables["MCP_JWT_SCOPES"] == variables["MCP_SCOPES_SUPPORTED"] == {"Ref": "ScopesSupported"}
         return
     assert mcp["AuthorizationType"] == "COGNITO_USER_POOLS"
     assert mcp["AuthorizerId"] == {"Ref": "McpRestAuthorizer"}
@@ -798,6 +916,9 @@ def test_changing_auth_mode_makes_a_new_snapshot():
     assert cognito and open_ and cognito.isdisjoint(open_)
     # jwt and none deploy the same methods (no authorizer): one snapshot.
     assert jwt == open_
+    # oauth adds the authorization server's paths: a snapshot of its own.
+    oauth = set(resources(translate("oauth", Transport="streaming"), "AWS::ApiGateway::Deployment"))
+    assert oauth and oauth.isdisjoint(open_) and oauth.isdisjoint(cognito)
 
 
 def parameter_value(node, params):
@@ -900,7 +1021,7 @@ def failed_assertions(params):
     return failed
 
 
-@pytest.mark.parametrize("mode", ["cognito", "jwt", "none"])
+@pytest.mark.parametrize("mode", ["oauth", "cognito", "jwt", "none"])
 @pytest.mark.parametrize("transport", ["buffered", "streaming"])
 def test_every_combination_deploys(mode, transport):
     assert (mode, transport) in COMBINATIONS
@@ -919,5 +1040,9 @@ def test_the_rules_are_evaluated_not_just_read():
             "JwtIssuer is required when AuthMode is jwt.",
             "JwtAudience is required when AuthMode is jwt.",
         ], transport
+    # oauth with another provider needs its client id there.
+    failed = failed_assertions({"AuthMode": "oauth", "UpstreamIssuer": "https://idp.example.com"})
+    assert failed == [("UpstreamNeedsClientId", "UpstreamClientId is required when UpstreamIssuer is set.")]
+    assert failed_assertions({"AuthMode": "oauth", "UpstreamIssuer": "https://idp.example.com", "UpstreamClientId": "abc"}) == []
     # Nothing else is refused: jwt with streaming has no rule of its own.
-    assert set(load_template(ROOT / "template.yaml")["Rules"]) == {"JwtNeedsIssuerAudienceAndScopes"}
+    assert set(load_template(ROOT / "template.yaml")["Rules"]) == {"JwtNeedsIssuerAudienceAndScopes", "UpstreamNeedsClientId"}

@@ -78,9 +78,6 @@ pub struct OAuthSettings {
     pub cimd_trusted_hosts: Vec<String>,
     /// `MCP_OAUTH_SIGNING_KEY_ID`.
     pub signing_key_id: Option<String>,
-    /// `MCP_ALLOWED_HOSTS`: besides loopback locally, the hosts this server
-    /// answers for when it builds its issuer from the request.
-    pub allowed_hosts: Vec<String>,
     /// `MCP_OAUTH_LOCAL_ADDR` for the local server; else `127.0.0.1:3001`.
     pub local_addr: String,
     /// `MCP_LOG_LEVEL`, else `info`.
@@ -141,7 +138,6 @@ impl OAuthSettings {
             upstream,
             cimd_trusted_hosts: lower(CIMD_TRUSTED_HOSTS),
             signing_key_id,
-            allowed_hosts: lower("MCP_ALLOWED_HOSTS"),
             local_addr: variables.text(LOCAL_ADDR).unwrap_or_else(|| DEFAULT_LOCAL_ADDR.to_owned()),
             log_level: variables.text("MCP_LOG_LEVEL").unwrap_or_else(|| "info".to_owned()),
             lifetimes: Lifetimes::default(),
