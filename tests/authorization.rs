@@ -632,3 +632,69 @@ async fn locally_one_address_serves_the_mcp_endpoint_and_its_authorization_serve
     assert_eq!(served.status, 200, "{:?}", served.body);
     assert!(served.message()["result"]["tools"].as_array().is_some_and(|tools| !tools.is_empty()));
 }
+
+/// The AWS calls behind one sign-in and one refresh, by operation, on a
+/// fresh instance (the keys' first fetches included), metered by a proxy
+/// in front of the emulator. `cargo test --test authorization cost --
+/// --nocapture` prints them; docs/reference.md prices them.
+#[tokio::test]
+async fn what_one_sign_in_and_one_refresh_cost_in_kms_and_dynamodb() {
+    use e2e::fault_proxy::{FaultProxy, Service};
+    let direct = emulator::sdk().await;
+    let table = emulator::fresh_table(&direct).await;
+    let signing = aws_sdk_kms::Client::new(&direct)
+        .create_key()
+        .key_spec(aws_sdk_kms::types::KeySpec::EccNistP256)
+        .key_usage(aws_sdk_kms::types::KeyUsageType::SignVerify)
+        .send()
+        .await
+        .unwrap()
+        .key_metadata
+        .unwrap()
+        .key_id;
+    let sealing = emulator::fresh_key(&direct).await;
+    let meter = FaultProxy::in_front_of_emulator().await;
+    let sdk = emulator::loader(&emulator::limits()).endpoint_url(&meter.url).load().await;
+    let (kms, dynamo) = (aws_sdk_kms::Client::new(&sdk), aws_sdk_dynamodb::Client::new(&sdk));
+    let backends = Backends {
+        upstream_secret: None,
+        sealer: Arc::new(EnvelopeSealer::new(mcp_aws::KmsDataKeys::new(kms.clone(), &sealing, "e2e-cost", mcp_aws::KeyWindow::default()))),
+        grants: Arc::new(DynamoGrants::new(dynamo.clone(), &table)),
+        ledger: Arc::new(mcp_aws::DynamoStore::new(dynamo, &table)),
+        signer: Arc::new(KmsSigner::new(kms, &signing)),
+    };
+    let stack = start(backends, no_documents()).await;
+    let operations = |service| {
+        let mut counted: Vec<(String, u32)> = Vec::new();
+        for call in meter.calls(service) {
+            match counted.iter_mut().find(|(operation, _)| *operation == call.operation) {
+                Some((_, n)) => *n += 1,
+                None => counted.push((call.operation, 1)),
+            }
+        }
+        counted.sort();
+        counted
+    };
+    let client_id = stack.client(&[LOOPBACK_REDIRECT]).await;
+    let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+    let tokens = stack.exchange(&client_id, &code, VERIFIER, &[]).await.json();
+    let sign_in = (operations(Service::Kms), operations(Service::DynamoDb));
+    println!("one registration and sign-in: KMS {:?}, DynamoDB {:?}", sign_in.0, sign_in.1);
+    let (kms_before, dynamo_before) = (meter.calls(Service::Kms).len(), meter.calls(Service::DynamoDb).len());
+    assert_eq!(stack.refresh(&client_id, tokens["refresh_token"].as_str().unwrap(), &[]).await.status, 200);
+    let refresh: Vec<String> = meter.calls(Service::Kms)[kms_before..].iter().map(|c| c.operation.clone()).collect();
+    let refresh_dynamo: Vec<String> = meter.calls(Service::DynamoDb)[dynamo_before..].iter().map(|c| c.operation.clone()).collect();
+    println!("one refresh: KMS {refresh:?}, DynamoDB {refresh_dynamo:?}");
+    let count = |list: &[(String, u32)], op: &str| list.iter().find(|(o, _)| o.ends_with(op)).map_or(0, |(_, n)| *n);
+    // KMS: one data key for this instance's seals, the public key once, one signature.
+    assert_eq!(
+        (count(&sign_in.0, "GenerateDataKey"), count(&sign_in.0, "GetPublicKey"), count(&sign_in.0, "Sign")),
+        (1, 1, 1),
+        "{sign_in:?}"
+    );
+    assert_eq!(count(&sign_in.0, "Decrypt"), 0, "its own seals open under the key it holds");
+    // DynamoDB: the consent and the upstream state spent once each, the code kept and taken, the refresh token kept.
+    assert_eq!((count(&sign_in.1, "PutItem"), count(&sign_in.1, "DeleteItem"), sign_in.1.len()), (4, 1, 2), "{sign_in:?}");
+    assert_eq!(refresh, ["Sign"], "a refresh signs once and seals nothing");
+    assert_eq!(refresh_dynamo, ["UpdateItem", "GetItem", "PutItem"], "the old token used, its family read, the next kept");
+}
