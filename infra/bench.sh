@@ -39,7 +39,7 @@ native="$(rustc -vV | sed -n 's/^host: //p')"
 native_flags="CARGO_TARGET_$(echo "$native" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
 env CARGO_TARGET_DIR="$TARGET/bench-native" \
   "$native_flags=$(lambda_rustflags | sed 's/-C target-cpu=[^ ]* //')" \
-  cargo build --locked --release --target "$native" -p "$FUNCTION" 2>&1 | tail -n 1
+  cargo build --locked --release --target "$native" -p "$FUNCTION" -p authorization 2>&1 | tail -n 1
 binary="$TARGET/bench-native/$native/release/$FUNCTION"
 if rustup target list --installed | grep -q aarch64-unknown-linux-gnu; then
   CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="$(lambda_rustflags)" \
@@ -98,7 +98,8 @@ bash infra/start-emulators.sh
 # Cold starts as Lambda bills them (infra/lambda_cold_start_bench.py): the
 # same native binary, the reference function built the same way beside it,
 # and the reference as anyone builds it (aws-lc's defaults: jitter entropy
-# on, which .cargo/config.toml turns off for this project's builds).
+# on, which .cargo/config.toml turns off for this project's builds); then the
+# authorization server's cold starts beside the MCP function's, at 256 MB.
 env CARGO_TARGET_DIR="$TARGET/bench-native" \
   "$native_flags=$(lambda_rustflags | sed 's/-C target-cpu=[^ ]* //')" \
   cargo build --locked --release --target "$native" -p lambda-reference 2>&1 | tail -n 1
@@ -109,7 +110,8 @@ say "cold starts as Lambda bills them: Init and first answers over TLS at Lambda
 "$VENV/bin/python" "$ROOT/infra/lambda_cold_start_bench.py" --project "$binary" \
   --reference "$TARGET/bench-native/$native/release/lambda-reference" \
   --default-reference "$TARGET/bench-native-aws-lc-defaults/$native/release/lambda-reference" \
-  --env "$STATE_DIR/local.env" --starts "${COLD_STARTS:-20}" --memory "${COLD_MEMORY:-128,256,512,1024}" ||
+  --env "$STATE_DIR/local.env" --starts "${COLD_STARTS:-20}" --memory "${COLD_MEMORY:-256,128,512,1024}" \
+  --authorization "$TARGET/bench-native/$native/release/authorization" ||
   say "the Lambda cold-start bench did not run (see above)"
 
 # Task latency (debug build of the conformance fixtures): tools/call to

@@ -7,10 +7,10 @@ source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 bash infra/install-tools.sh
 export PATH="$VENV/bin:$PATH"
-say "sam build (cargo lambda build --release --arm64 for the starter and its task worker)"
+say "sam build (cargo lambda build --release --arm64 for the starter, its task worker and the authorization server)"
 CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="$(lambda_rustflags)" \
   sam build --template template.yaml --build-dir "$ROOT/.aws-sam/build"
-for function in McpFunction TaskWorkerFunction; do
+for function in McpFunction TaskWorkerFunction AuthorizationFunction; do
   artifact="$ROOT/.aws-sam/build/$function/bootstrap"
   [ -f "$artifact" ] || { echo "sam build produced no bootstrap at $artifact" >&2; exit 1; }
   say "built $artifact ($(du -h "$artifact" | cut -f1))"

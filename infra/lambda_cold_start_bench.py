@@ -18,7 +18,7 @@ ratios are the point.
 usage: lambda_cold_start_bench.py --project BIN --reference BIN --env FILE
        [--default-reference BIN] [--starts 20] [--memory 256[,128,...]]
        [--transports buffered,streaming] [--kinds discover,sealed,handle,task,listen]
-       [--syscalls]
+       [--syscalls] [--authorization BIN]
 (FILE: the emulator's variables, .tmp/local.env, as infra/bootstrap.sh writes it.
 Each function trusts the throwaway CA as it is built to take roots, so that it
 loads as many as it would on Lambda: the reference reads the system's roots,
@@ -90,6 +90,62 @@ def event(transport, kind, subject):
     return e
 
 
+# The authorization server's requests (--authorization): its metadata
+# (nothing but the function), and its key set (its first AWS call: KMS
+# GetPublicKey), each beside the MCP function's first `server/discover`.
+AUTHORIZATION_KINDS = {
+    "metadata": ("/.well-known/oauth-authorization-server", '"code_challenge_methods_supported"'),
+    "jwks": ("/oauth/jwks", '"keys"'),
+}
+
+
+def authorization_event(path):
+    """An HTTP API GET of `path`, as the authorization server's route sends it."""
+    e = copy.deepcopy(json.loads((ROOT / "tests/fixtures/apigw-v2-tools-list.json").read_text()))
+    e["routeKey"] = f"GET {path}"
+    e["rawPath"] = path
+    e["requestContext"]["http"]["method"] = "GET"
+    e["requestContext"]["http"]["path"] = path
+    e["requestContext"].pop("authorizer", None)
+    e["headers"] = {k: v for k, v in e["headers"].items() if not k.startswith(("mcp-", "x-mcp-", "content-"))}
+    e.pop("body", None)
+    e["isBase64Encoded"] = False
+    return json.dumps(e).encode()
+
+
+def authorization_section(args, base, bundle, group, memory):
+    """The authorization server's cold starts beside the MCP function's."""
+    import boto3
+
+    emulator = {k: v for k, v in base.items() if k.startswith("AWS_")}
+    kms = boto3.client("kms", endpoint_url=args.emulator_url, region_name=emulator["AWS_REGION"],
+                       aws_access_key_id=emulator["AWS_ACCESS_KEY_ID"], aws_secret_access_key=emulator["AWS_SECRET_ACCESS_KEY"])
+    key = kms.create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["Arn"]
+    env = dict(base, AWS_LAMBDA_FUNCTION_MEMORY_SIZE=str(memory), SSL_CERT_FILE=str(bundle.parent / "ca.pem"),
+               MCP_OAUTH_SIGNING_KEY_ID=key, MCP_TRANSPORT="buffered")
+    discover = json.dumps(event("buffered", "discover", "bench")).encode()
+    runs = {kind: [] for kind in (*AUTHORIZATION_KINDS, "mcp discover")}
+    for _ in range(args.starts):
+        for kind, (path, expected) in AUTHORIZATION_KINDS.items():
+            runs[kind].append(cold_start_with(args.authorization, env, group, authorization_event(path), expected, False, 10))
+        runs["mcp discover"].append(cold_start_with(args.project, env, group, discover, KINDS["discover"][4], False, 10))
+    print(f"\nthe authorization server, {memory} MB, beside the MCP function's first server/discover "
+          "(wall and CPU ms, median (p90); ratio = authorization server / MCP function):")
+    print("| request | figure | authorization wall | MCP wall | ratio | authorization CPU | MCP CPU | ratio |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind in AUTHORIZATION_KINDS:
+        for figure, parts in (("Init", ("init",)), ("Init + first", ("init", "first")), ("tenth", ("last",))):
+            row = [kind, figure]
+            for measure in ("wall", "cpu"):
+                medians = []
+                for runs_of in (runs[kind], runs["mcp discover"]):
+                    values = [sum(r[f"{part}_{measure}"] for part in parts) * 1000 for r in runs_of]
+                    medians.append(statistics.median(values))
+                    row.append(f"{medians[-1]:.1f} ({p(values, 0.9):.1f})")
+                row.append(f"{medians[0] / medians[1]:.2f}x" if medians[1] else "-")
+            print("| " + " | ".join(row) + " |")
+
+
 def cpu_ns(pid):
     """Time on CPU of every thread of `pid` so far (schedstat, nanoseconds)."""
     total = 0
@@ -116,6 +172,13 @@ def cold_start(binary, environment, group, transport, kind, repeats, trace=None)
     writing to `trace`, when given). Answers {init_wall, init_cpu,
     first_wall, first_cpu, last_wall, last_cpu} in seconds, and the Runtime
     API's port."""
+    request = json.dumps(event(transport, kind, f"bench-{os.urandom(6).hex()}")).encode()
+    return cold_start_with(binary, environment, group, request, KINDS[kind][4], kind == "listen", repeats, trace)
+
+
+def cold_start_with(binary, environment, group, request, expected, streams, repeats, trace=None):
+    """`cold_start` for any event: `request` (JSON bytes), whose answers must
+    hold `expected`; `streams`: time the first event, not the answer's end."""
     api = runtime_api.RuntimeApi()
     env = dict(environment, AWS_LAMBDA_RUNTIME_API=api.address)
     command = [binary] if trace is None else ["strace", "-f", "-qq", "-e", "trace=openat,connect", "-o", str(trace), binary]
@@ -131,18 +194,16 @@ def cold_start(binary, environment, group, transport, kind, repeats, trace=None)
                 raise RuntimeError(f"{binary} exited during Init: {process.stderr.read().decode()[-2000:]}")
             time.sleep(0.0005)
         out = {"init_wall": api.polls[0] - began, "init_cpu": cpu_ns(process.pid) / 1e9, "api_port": api.address.split(":")[1]}
-        expected = KINDS[kind][4]
-        request = json.dumps(event(transport, kind, f"bench-{os.urandom(6).hex()}")).encode()
         for n in range(1, repeats + 1):
             before_cpu = cpu_ns(process.pid)
             pushed = time.perf_counter()
             api.push(request)
             _, finished, status, body = api.answer(timeout=120)
-            if kind == "listen":
+            if streams:
                 finished = api.first_event
             wall, cpu = finished - pushed, (cpu_ns(process.pid) - before_cpu) / 1e9
             if status != 200 or expected.encode() not in body:
-                raise RuntimeError(f"{pathlib.Path(binary).name} answered {kind} with {status}: {body[:400]!r}")
+                raise RuntimeError(f"{pathlib.Path(binary).name} answered with {status}, not {expected}: {body[:400]!r}")
             if n == 1:
                 out["first_wall"], out["first_cpu"] = wall, cpu
             out["last_wall"], out["last_cpu"] = wall, cpu
@@ -191,6 +252,7 @@ def main():
     parser.add_argument("--transports", default="buffered,streaming")
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--syscalls", action="store_true")
+    parser.add_argument("--authorization", help="the authorization server's binary: its cold starts too, at the first memory size")
     args = parser.parse_args()
 
     if not os.access(CGROUP, os.W_OK):
@@ -200,6 +262,7 @@ def main():
                     if "=" in line and not line.startswith("#"))
     emulator = {k.removeprefix("export "): v.strip().strip('"') for k, v in emulator.items()}
     endpoint = emulator["AWS_ENDPOINT_URL"].removeprefix("http://").split(":")
+    args.emulator_url = emulator["AWS_ENDPOINT_URL"]
     bundle, certificate, key = tls_front.make_ca(ROOT / ".tmp/bench-tls")
     fronts = {service: tls_front.TlsFront((endpoint[0], int(endpoint[1])), certificate, key)
               for service in ("KMS", "DYNAMODB", "SQS")}
@@ -259,6 +322,9 @@ def main():
                                         for f in ("project", "default"))
                     print(f"{kind}: Init + first answer {project:.1f} ms against the reference built with aws-lc's "
                           f"defaults {default:.1f} ms ({project / default:.2f}x)")
+    if args.authorization:
+        memory = int(args.memory.split(",")[0])
+        authorization_section(args, base, bundle, cgroup_for(memory), memory)
     for front in fronts.values():
         front.close()
 

@@ -29,7 +29,7 @@ use crate::{
     pages::{self, Consent},
     responses::{self, ErrorCode},
     sealing::{Purpose, SealingError},
-    server::{AuthorizationServer, Endpoints, PATHS, parameter, parameters},
+    server::{AuthorizationServer, Endpoints, PATHS, parameter, parameters, sender},
     upstream::UpstreamError,
 };
 
@@ -39,6 +39,8 @@ const SECURE_COOKIE: &str = "__Host-mcp-oauth";
 /// Its name on a loopback issuer over http (local runs), where browsers
 /// refuse `__Host-` and `Secure` cookies.
 const LOCAL_COOKIE: &str = "mcp-oauth";
+/// The longest `state` taken from a client.
+pub const MAX_STATE_BYTES: usize = 512;
 
 /// An authorization request that passed every check, as the consent page
 /// carries it (sealed) to the approval.
@@ -125,7 +127,7 @@ impl AuthorizationServer {
         let Some(client_id) = parameter(&pairs, "client_id") else {
             return pages::error(StatusCode::BAD_REQUEST, "The request names no client (client_id).");
         };
-        let client = match self.parts.clients.find(client_id).await {
+        let client = match self.parts.clients.find(client_id, sender(request)).await {
             Ok(client) => client,
             Err(ClientError::Unknown(why)) => {
                 return pages::error(StatusCode::BAD_REQUEST, &format!("The client is not known here: {why}."));
@@ -154,13 +156,14 @@ impl AuthorizationServer {
             return pages::error(StatusCode::INTERNAL_SERVER_ERROR, "Sign-in is not set up on this server.");
         }
         let cookie_name = Self::cookie_name(&endpoints);
-        let (browser, fresh) = match Self::browser(request.headers(), cookie_name) {
-            Some(browser) => (browser, false),
-            None => (URL_SAFE_NO_PAD.encode(random::bytes::<32>()), true),
-        };
+        let browser = Self::browser(request.headers(), cookie_name).unwrap_or_else(|| URL_SAFE_NO_PAD.encode(random::bytes::<32>()));
         let lifetime = self.parts.settings.lifetimes.sign_in;
         let sealed = match self.parts.seals.seal(Purpose::Consent, &browser, &approved, lifetime).await {
             Ok(sealed) => sealed,
+            Err(SealingError::TooLarge) => {
+                let refusal = refusal(ErrorCode::InvalidRequest, "the request is too large to carry through sign-in");
+                return Self::refuse_to_client(&endpoints, &redirect_uri, state, refusal);
+            }
             Err(_) => {
                 let refusal = refusal(ErrorCode::TemporarilyUnavailable, "sign-in is unavailable; try again");
                 return Self::refuse_to_client(&endpoints, &redirect_uri, state, refusal);
@@ -177,12 +180,12 @@ impl AuthorizationServer {
             sealed_request: &sealed,
             action: &action,
         });
-        if fresh {
-            let secure = if cookie_name == SECURE_COOKIE { "; Secure" } else { "" };
-            let cookie = format!("{cookie_name}={browser}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}", lifetime.as_secs());
-            if let Ok(value) = HeaderValue::from_str(&cookie) {
-                page.headers_mut().append(header::SET_COOKIE, value);
-            }
+        // Sent again with every page, so it outlives the sign-in it carries
+        // (the same value: other tabs' sign-ins stay bound to it).
+        let secure = if cookie_name == SECURE_COOKIE { "; Secure" } else { "" };
+        let cookie = format!("{cookie_name}={browser}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}", lifetime.as_secs());
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            page.headers_mut().append(header::SET_COOKIE, value);
         }
         page
     }
@@ -201,6 +204,11 @@ impl AuthorizationServer {
         // OAuth 2.1, 4.1.1: no method means plain, which is not taken.
         if parameter(pairs, "code_challenge_method") != Some("S256") {
             return Err(refusal(ErrorCode::InvalidRequest, "PKCE is required, with code_challenge_method S256"));
+        }
+        // Carried through the consent page and the provider's sign-in, sealed:
+        // kept to what a client needs (an opaque random value).
+        if parameter(pairs, "state").is_some_and(|state| state.len() > MAX_STATE_BYTES) {
+            return Err(refusal(ErrorCode::InvalidRequest, format!("state may be {MAX_STATE_BYTES} bytes at most")));
         }
         let challenge = parameter(pairs, "code_challenge").unwrap_or_default();
         if challenge.len() != 43 || !challenge.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
@@ -238,11 +246,12 @@ impl AuthorizationServer {
     /// A sealed record of `purpose` from this browser, opened and spent once.
     async fn open_once<T: serde::de::DeserializeOwned>(
         &self,
-        headers: &HeaderMap,
+        request: &Request<Bytes>,
         endpoints: &Endpoints,
         purpose: Purpose,
         sealed: Option<&str>,
     ) -> Result<T, Response<Bytes>> {
+        let headers = request.headers();
         let expired =
             || pages::error(StatusCode::BAD_REQUEST, "This sign-in has expired, was already answered, or was started in another browser.");
         let browser = Self::browser(headers, Self::cookie_name(endpoints)).ok_or_else(|| {
@@ -251,7 +260,7 @@ impl AuthorizationServer {
                 "This browser did not keep the sign-in's cookie: allow cookies for this site and start again.",
             )
         })?;
-        let opened = match self.parts.seals.open::<T>(purpose, &browser, sealed.unwrap_or_default()).await {
+        let opened = match self.parts.seals.open::<T>(purpose, &browser, sealed.unwrap_or_default(), sender(request)).await {
             Ok(opened) => opened,
             Err(SealingError::Unavailable(why)) => {
                 tracing::error!(%why, "sealing keys unavailable");
@@ -273,7 +282,7 @@ impl AuthorizationServer {
     pub(crate) async fn consent(&self, request: &Request<Bytes>) -> Response<Bytes> {
         let endpoints = self.endpoints(request.headers());
         let form = std::str::from_utf8(request.body()).ok().and_then(|body| parameters(body).ok()).unwrap_or_default();
-        let approved: Approved = match self.open_once(request.headers(), &endpoints, Purpose::Consent, parameter(&form, "request")).await {
+        let approved: Approved = match self.open_once(request, &endpoints, Purpose::Consent, parameter(&form, "request")).await {
             Ok(approved) => approved,
             Err(page) => return page,
         };
@@ -313,11 +322,10 @@ impl AuthorizationServer {
     pub(crate) async fn callback(&self, request: &Request<Bytes>) -> Response<Bytes> {
         let endpoints = self.endpoints(request.headers());
         let pairs = parameters(request.uri().query().unwrap_or_default()).unwrap_or_default();
-        let in_flight: InFlight =
-            match self.open_once(request.headers(), &endpoints, Purpose::UpstreamState, parameter(&pairs, "state")).await {
-                Ok(in_flight) => in_flight,
-                Err(page) => return page,
-            };
+        let in_flight: InFlight = match self.open_once(request, &endpoints, Purpose::UpstreamState, parameter(&pairs, "state")).await {
+            Ok(in_flight) => in_flight,
+            Err(page) => return page,
+        };
         let approved = &in_flight.request;
         let (redirect_uri, state) = (approved.redirect_uri.as_str(), approved.state.as_deref());
         let Some(upstream) = &self.parts.upstream else {

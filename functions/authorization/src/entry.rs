@@ -21,7 +21,7 @@ use crate::{
     clients::{Clients, metadata_document::MetadataDocuments, metadata_fetch::GuardedFetcher},
     grants::{GrantStore, InMemoryGrants},
     sealing::Seals,
-    server::{AuthorizationServer, Parts},
+    server::{AuthorizationServer, Parts, Sender},
     settings::OAuthSettings,
     signing::{InProcessSigner, TokenSigner},
     upstream::Upstream,
@@ -38,7 +38,7 @@ pub fn build(
     clock: Arc<dyn Clock>,
 ) -> Result<AuthorizationServer, String> {
     let audience = aws.audience();
-    let sealer = mcp_aws::sealer(aws, sdk, clock.clone());
+    let sealer = mcp_aws::sealer(aws, sdk, clock.clone(), crate::sealing::MAX_SEALED_BYTES);
     let (grants, ledger): (Arc<dyn GrantStore>, Arc<dyn RedemptionLedger>) = match (&aws.table_name, sdk) {
         (Some(table), Some(sdk)) => {
             let client = aws_sdk_dynamodb::Client::new(sdk);
@@ -104,7 +104,9 @@ async fn serve_lambda(server: Arc<AuthorizationServer>) -> Result<(), lambda_htt
     lambda_http::run(lambda_http::service_fn(move |request: lambda_http::Request| {
         let server = server.clone();
         async move {
-            let (parts, body) = request.into_parts();
+            let sender = source_address(&request);
+            let (mut parts, body) = request.into_parts();
+            parts.extensions.insert(Sender(sender));
             let body = Bytes::from(body.to_vec());
             if body.len() > MAX_BODY_BYTES {
                 return Ok::<_, Infallible>(
@@ -119,16 +121,28 @@ async fn serve_lambda(server: Arc<AuthorizationServer>) -> Result<(), lambda_htt
     .await
 }
 
+/// The caller's address as API Gateway saw it.
+fn source_address(request: &lambda_http::Request) -> String {
+    use lambda_http::{RequestExt, request::RequestContext};
+    let address = match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.http.source_ip.clone(),
+        Some(RequestContext::ApiGatewayV1(context)) => context.identity.source_ip.clone(),
+        _ => None,
+    };
+    address.unwrap_or_else(|| "unknown".to_owned())
+}
+
 /// Accepts connections until the listener fails.
 pub async fn serve_local(server: Arc<AuthorizationServer>, listener: tokio::net::TcpListener) -> std::io::Result<()> {
     loop {
-        let (stream, _) = listener.accept().await?;
+        let (stream, peer) = listener.accept().await?;
         let server = server.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request: http::Request<hyper::body::Incoming>| {
                 let server = server.clone();
                 async move {
-                    let (parts, body) = request.into_parts();
+                    let (mut parts, body) = request.into_parts();
+                    parts.extensions.insert(Sender(peer.ip().to_string()));
                     let response = match Limited::new(body, MAX_BODY_BYTES).collect().await {
                         Ok(body) => server.handle(http::Request::from_parts(parts, body.to_bytes())).await,
                         Err(_) => crate::responses::text(http::StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large"),

@@ -10,6 +10,12 @@ use std::{sync::Arc, time::Duration};
 use mcp_stateless::sealed::request_state::{OpenError, OpenedState, RequestStateSealer, SealError, StateBinding};
 use serde::{Serialize, de::DeserializeOwned};
 
+/// The longest sealed record: a consent page's carries the client's id (up
+/// to 2 KB when registered) and its redirect URI and `state`; the upstream
+/// `state` travels in a URL, which stays under API Gateway's and browsers'
+/// limits at this size.
+pub const MAX_SEALED_BYTES: usize = 8 * 1024;
+
 /// What a sealed record is for: each opens only as what it was sealed as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Purpose {
@@ -89,9 +95,18 @@ impl Seals {
     }
 
     /// What `token` holds, if sealed here for `purpose` and `bound_to`.
-    pub async fn open<T: DeserializeOwned>(&self, purpose: Purpose, bound_to: &str, token: &str) -> Result<Opened<T>, SealingError> {
+    /// Key lookups it costs are budgeted to `sender` (the request's source
+    /// address): a record anyone may present, forged, spends its sender's
+    /// budget, not every honest client's.
+    pub async fn open<T: DeserializeOwned>(
+        &self,
+        purpose: Purpose,
+        bound_to: &str,
+        token: &str,
+        sender: &str,
+    ) -> Result<Opened<T>, SealingError> {
         let OpenedState { data, jti, expires_at } =
-            self.sealer.open(&self.binding(purpose, bound_to), token).await.map_err(|error| match error {
+            self.sealer.open_budgeted(&self.binding(purpose, bound_to), token, sender).await.map_err(|error| match error {
                 OpenError::KeyUnavailable(why) => SealingError::Unavailable(why),
                 _ => SealingError::Invalid,
             })?;

@@ -57,6 +57,16 @@ pub fn serves(path: &str, base_path: &str) -> bool {
     path.starts_with("/oauth/") || discovery::is_metadata_path(path, base_path)
 }
 
+/// The address a request came from (API Gateway's source IP, or the local
+/// connection's peer): what costly lookups are budgeted to.
+#[derive(Debug, Clone)]
+pub struct Sender(pub String);
+
+/// `request`'s [`Sender`], or one shared by all requests without one.
+pub(crate) fn sender<B>(request: &Request<B>) -> &str {
+    request.extensions().get::<Sender>().map_or("unknown", |sender| sender.0.as_str())
+}
+
 /// This server's URLs as clients see them, for one request.
 pub struct Endpoints {
     /// The issuer: `MCP_OAUTH_ISSUER`, else the request's origin and base path.

@@ -13,7 +13,6 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
 use mcp_stateless::{random, storage::StoreError};
 use serde_json::json;
-use url::form_urlencoded;
 
 use crate::{
     grants::{RefreshGrant, Rotation, key_of, new_secret},
@@ -49,9 +48,7 @@ fn form_and_client(request: &Request<Bytes>) -> Result<(Vec<(String, String)>, S
         .and_then(|value| value.strip_prefix("Basic ").or_else(|| value.strip_prefix("basic ")))
         .and_then(|encoded| STANDARD.decode(encoded.trim()).ok())
         .and_then(|decoded| String::from_utf8(decoded).ok())
-        .and_then(|pair| {
-            pair.split_once(':').map(|(id, _)| form_urlencoded::parse(id.as_bytes()).map(|(k, v)| format!("{k}{v}")).collect::<String>())
-        });
+        .and_then(|pair| pair.split_once(':').and_then(|(id, _)| percent_decoded(id)));
     let client_id = match (parameter(&form, "client_id"), from_basic) {
         (Some(body), Some(basic)) if body != basic => return Err(invalid(ErrorCode::InvalidClient, "two different client ids")),
         (Some(id), _) => id.to_owned(),
@@ -59,6 +56,24 @@ fn form_and_client(request: &Request<Bytes>) -> Result<(Vec<(String, String)>, S
         _ => return Err(invalid(ErrorCode::InvalidClient, "client_id is required")),
     };
     Ok((form, client_id))
+}
+
+/// The client id as HTTP Basic carries it (RFC 6749, 2.3.1: form-encoded,
+/// so `+` is a space and `%XX` a byte); `None` if it does not decode.
+fn percent_decoded(text: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut input = text.bytes();
+    while let Some(byte) = input.next() {
+        match byte {
+            b'+' => bytes.push(b' '),
+            b'%' => {
+                let hex = [input.next()?, input.next()?];
+                bytes.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
+            }
+            other => bytes.push(other),
+        }
+    }
+    String::from_utf8(bytes).ok()
 }
 
 impl AuthorizationServer {
@@ -69,7 +84,10 @@ impl AuthorizationServer {
         let now = self.parts.clock.now();
         let lifetimes = &self.parts.settings.lifetimes;
         let resource_asked = parameter(&form, "resource");
-        let (subject, scope, family) = match parameter(&form, "grant_type") {
+        // The access token's scopes, and the grant's (which a refresh
+        // token keeps whole, RFC 6749, 6: a narrower request narrows only
+        // the access token).
+        let (subject, scope, granted, family) = match parameter(&form, "grant_type") {
             Some("authorization_code") => {
                 let code = parameter(&form, "code").ok_or_else(|| invalid(ErrorCode::InvalidRequest, "code is required"))?;
                 let verifier = parameter(&form, "code_verifier")
@@ -94,7 +112,7 @@ impl AuthorizationServer {
                 if resource_asked.is_some_and(|r| r.trim_end_matches('/') != grant.resource.trim_end_matches('/')) {
                     return Err(invalid(ErrorCode::InvalidTarget, "the code was issued for another resource"));
                 }
-                (grant.subject, grant.scope, URL_SAFE_NO_PAD.encode(random::bytes::<16>()))
+                (grant.subject, grant.scope.clone(), grant.scope, URL_SAFE_NO_PAD.encode(random::bytes::<16>()))
             }
             Some("refresh_token") => {
                 let token =
@@ -125,7 +143,7 @@ impl AuthorizationServer {
                         asked.to_owned()
                     }
                 };
-                (grant.subject, scope, grant.family)
+                (grant.subject, scope, grant.scope, grant.family)
             }
             Some(_) => return Err(invalid(ErrorCode::UnsupportedGrantType, "grant_type must be authorization_code or refresh_token")),
             None => return Err(invalid(ErrorCode::InvalidRequest, "grant_type is required")),
@@ -149,7 +167,7 @@ impl AuthorizationServer {
             family,
             client_id: client_id.clone(),
             resource: endpoints.resource.clone(),
-            scope: scope.clone(),
+            scope: granted,
             subject: subject.clone(),
             expires_at: now + lifetimes.refresh_token.as_secs(),
         };
@@ -177,5 +195,19 @@ impl AuthorizationServer {
         let mut response = Response::new(Bytes::new());
         response.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));
         Ok(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_decoded;
+
+    #[test]
+    fn a_basic_client_id_is_form_decoded() {
+        assert_eq!(percent_decoded("https%3A%2F%2Fapp.example%2Fc.json%3Fv%3D2").as_deref(), Some("https://app.example/c.json?v=2"));
+        assert_eq!(percent_decoded("a+b").as_deref(), Some("a b"));
+        assert_eq!(percent_decoded("v1.abc-_").as_deref(), Some("v1.abc-_"));
+        assert_eq!(percent_decoded("%zz"), None);
+        assert_eq!(percent_decoded("%4"), None);
     }
 }

@@ -28,7 +28,7 @@ use mcp_stateless::{
     handles::{HandleStore, memory::InMemoryHandleStore},
     quota::{CreationQuota, InMemoryQuota},
     sealed::redemption::{InMemoryLedger, RedemptionLedger},
-    sealed::request_state::{EnvelopeSealer, InProcessKey, RequestStateSealer},
+    sealed::request_state::{DEFAULT_MAX_TOKEN_BYTES, EnvelopeSealer, InProcessKey, RequestStateSealer},
     sessions::LegacySessions,
     subscriptions::{ChangeFeed, InMemoryFeed, ListenPolicy, Subscriptions},
     tasks::{
@@ -45,22 +45,28 @@ pub use sdk::{SdkEnvironment, loader_for, sdk_config, sdk_config_with, sdk_loade
 pub use settings::AwsSettings;
 pub use sqs_queue::SqsTaskQueue;
 
-/// The sealer for `settings`: KMS data keys where a key is named, a key
-/// made in this process elsewhere (local only).
-pub fn sealer(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>, clock: Arc<dyn Clock>) -> Arc<dyn RequestStateSealer> {
+/// The sealer for `settings`, sealing tokens of `max_token_bytes` at most:
+/// KMS data keys where a key is named, a key made in this process elsewhere
+/// (local only).
+pub fn sealer(
+    settings: &AwsSettings,
+    sdk: Option<&aws_config::SdkConfig>,
+    clock: Arc<dyn Clock>,
+    max_token_bytes: usize,
+) -> Arc<dyn RequestStateSealer> {
     match (&settings.state_key_id, sdk) {
         (Some(key_id), Some(sdk)) => {
             let keys = KmsDataKeys::new(aws_sdk_kms::Client::new(sdk), key_id, settings.audience(), KeyWindow::default());
-            Arc::new(EnvelopeSealer::new(keys).with_clock(clock))
+            Arc::new(EnvelopeSealer::new(keys).with_clock(clock).with_max_token_bytes(max_token_bytes))
         }
-        _ => Arc::new(EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock)),
+        _ => Arc::new(EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock).with_max_token_bytes(max_token_bytes)),
     }
 }
 
 /// Dependencies for `settings`: AWS where configured, memory elsewhere.
 pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>, clock: Arc<dyn Clock>) -> Dependencies {
     let audience = settings.audience();
-    let sealer = sealer(settings, sdk, clock.clone());
+    let sealer = sealer(settings, sdk, clock.clone(), DEFAULT_MAX_TOKEN_BYTES);
     #[allow(clippy::type_complexity)]
     let (store, ledger, task_store, quota, feed): (
         Arc<dyn HandleStore>,

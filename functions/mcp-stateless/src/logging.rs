@@ -20,16 +20,29 @@ pub fn is_valid(requested: &str) -> bool {
 
 /// `info`, `debug`, or directives such as `info,hyper=debug`; rmcp stays
 /// at `warn` whatever was asked for, since at debug and trace it logs whole
-/// JSON-RPC messages, arguments and requestState included.
+/// JSON-RPC messages, arguments and requestState included; the Lambda
+/// runtime and the AWS SDK stay at `debug`, since at trace they log whole
+/// events and requests (bearer tokens, codes, refresh tokens, cookies).
 fn filter(requested: &str) -> Targets {
     // Every directive must end in a level: a bare word would otherwise be
     // read as a target, and silence everything else.
-    let fallback = || Targets::new().with_default(LevelFilter::INFO).with_target("rmcp", LevelFilter::WARN);
+    let fallback = || {
+        Targets::new()
+            .with_default(LevelFilter::INFO)
+            .with_target("rmcp", LevelFilter::WARN)
+            .with_target("lambda_runtime", LevelFilter::INFO)
+            .with_target("lambda_http", LevelFilter::INFO)
+    };
     if !is_valid(requested) {
         return fallback();
     }
-    format!("{requested},rmcp=warn").parse().unwrap_or_else(|_| fallback())
+    format!("{requested},{CLAMPED}").parse().unwrap_or_else(|_| fallback())
 }
+
+/// The targets held below what their trace level would write (appended
+/// last, so they win over anything requested).
+const CLAMPED: &str = "rmcp=warn,lambda_runtime=debug,lambda_runtime_api_client=debug,lambda_http=debug,aws_smithy_runtime=debug,\
+aws_smithy_http_client=debug,aws_smithy_runtime_api=debug,hyper=debug,hyper_util=debug";
 
 /// Logs to stderr from here on, at `requested` ([`crate::settings::Settings::log_level`]).
 pub fn init(mode: Mode, requested: &str) {
@@ -54,6 +67,10 @@ mod tests {
         assert!(debug.would_enable("mcp_stateless::edge", &Level::DEBUG));
         assert!(!debug.would_enable("rmcp::service", &Level::INFO));
         assert!(debug.would_enable("rmcp::service", &Level::WARN));
+        let trace = filter("trace,lambda_runtime=trace");
+        assert!(!trace.would_enable("lambda_runtime::layers::api_response", &Level::TRACE), "events hold tokens");
+        assert!(!trace.would_enable("aws_smithy_runtime::client", &Level::TRACE));
+        assert!(trace.would_enable("mcp_stateless::edge", &Level::TRACE));
         let bad = filter("not a level!");
         assert!(bad.would_enable("mcp_aws", &Level::INFO) && !bad.would_enable("mcp_aws", &Level::DEBUG));
     }

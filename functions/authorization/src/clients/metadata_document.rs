@@ -25,6 +25,11 @@ use super::{
 /// Documents fetched by one instance in a minute, at most: a flood of
 /// made-up client ids costs this many outbound requests, no more.
 pub const MAX_FETCHES_PER_MINUTE: u32 = 60;
+/// Of those, for requests from one address: one sender's made-up ids do
+/// not spend what other clients' first sign-ins need.
+pub const MAX_FETCHES_PER_SENDER_PER_MINUTE: u32 = 10;
+/// Senders counted in a minute, at most (beyond, each counts as over).
+const MAX_SENDERS: usize = 4096;
 /// Documents kept by one instance, at most.
 pub const MAX_CACHED: usize = 256;
 /// How long a document is kept when its server says nothing.
@@ -49,8 +54,15 @@ pub struct MetadataDocuments {
     clock: Arc<dyn Clock>,
     max_age: Duration,
     kept: Mutex<HashMap<String, Kept>>,
-    /// The minute fetches are counted in, and how many it has had.
-    budget: Mutex<(u64, u32)>,
+    /// The minute fetches are counted in, how many it has had, and by whom.
+    budget: Mutex<Budget>,
+}
+
+#[derive(Default)]
+struct Budget {
+    minute: u64,
+    fetches: u32,
+    by_sender: HashMap<String, u32>,
 }
 
 impl MetadataDocuments {
@@ -59,17 +71,24 @@ impl MetadataDocuments {
         Self { fetcher, clock, max_age, kept: Mutex::default(), budget: Mutex::default() }
     }
 
-    /// The client the document at `client_id` describes.
-    pub async fn client(&self, client_id: &str) -> Result<Client, ClientError> {
+    /// The client the document at `client_id` describes, for a request from `sender`.
+    pub async fn client(&self, client_id: &str, sender: &str) -> Result<Client, ClientError> {
         let url = document_url(client_id).map_err(ClientError::Unknown)?;
         let now = self.clock.now();
         if let Some(kept) = self.kept.lock().ok().and_then(|kept| kept.get(client_id).filter(|k| k.until > now).map(|k| k.client.clone())) {
             return Ok(kept);
         }
-        self.spend_fetch(now)?;
-        let fetched = self.fetcher.get(&url).await.map_err(|error| match error {
-            FetchError::Unreachable(_) => ClientError::Unavailable(error.to_string()),
-            _ => ClientError::Unknown(error.to_string()),
+        self.spend_fetch(now, sender)?;
+        let fetched = self.fetcher.get(&url).await.map_err(|error| {
+            // Where the fetch failed stays in the log: "not public" beside
+            // "unreachable" would tell a prober which names resolve inside.
+            tracing::info!(%error, client_id, "a client metadata document could not be fetched");
+            match error {
+                FetchError::NotPublic | FetchError::Unreachable(_) | FetchError::TooSlow => {
+                    ClientError::Unknown("its client_id URL could not be fetched (https, from a public address, within 5 s)".into())
+                }
+                _ => ClientError::Unknown(error.to_string()),
+            }
         })?;
         let client = parse(client_id, &url, &fetched.body).map_err(ClientError::Unknown)?;
         let keep_for = fetched.max_age.unwrap_or(DEFAULT_MAX_AGE).min(self.max_age.as_secs());
@@ -89,16 +108,19 @@ impl MetadataDocuments {
         Ok(client)
     }
 
-    fn spend_fetch(&self, now: u64) -> Result<(), ClientError> {
+    fn spend_fetch(&self, now: u64, sender: &str) -> Result<(), ClientError> {
         let mut budget = self.budget.lock().map_err(|_| ClientError::Unavailable("fetch budget lock poisoned".into()))?;
         let minute = now / 60;
-        if budget.0 != minute {
-            *budget = (minute, 0);
+        if budget.minute != minute {
+            *budget = Budget { minute, ..Budget::default() };
         }
-        if budget.1 >= MAX_FETCHES_PER_MINUTE {
+        let spent = budget.by_sender.get(sender).copied().unwrap_or(0);
+        let room = budget.by_sender.len() < MAX_SENDERS || spent > 0;
+        if budget.fetches >= MAX_FETCHES_PER_MINUTE || spent >= MAX_FETCHES_PER_SENDER_PER_MINUTE || !room {
             return Err(ClientError::Unavailable("too many client metadata documents fetched this minute; try again".into()));
         }
-        budget.1 += 1;
+        budget.fetches += 1;
+        budget.by_sender.insert(sender.to_owned(), spent + 1);
         Ok(())
     }
 }

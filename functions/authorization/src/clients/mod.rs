@@ -86,12 +86,13 @@ impl Clients {
         Self { seals, documents }
     }
 
-    /// The client `client_id` names.
-    pub async fn find(&self, client_id: &str) -> Result<Client, ClientError> {
+    /// The client `client_id` names, for a request from `sender` (its
+    /// source address: what key lookups and document fetches are budgeted to).
+    pub async fn find(&self, client_id: &str, sender: &str) -> Result<Client, ClientError> {
         if client_id.starts_with("https://") {
-            return self.documents.client(client_id).await;
+            return self.documents.client(client_id, sender).await;
         }
-        let opened = self.seals.open::<Registered>(Purpose::ClientId, "", client_id).await.map_err(|error| match error {
+        let opened = self.seals.open::<Registered>(Purpose::ClientId, "", client_id, sender).await.map_err(|error| match error {
             SealingError::Invalid | SealingError::TooLarge => ClientError::Unknown("unknown client_id: register again".into()),
             SealingError::Unavailable(why) => ClientError::Unavailable(why),
         })?;

@@ -16,8 +16,8 @@ use url::{Host, Url};
 
 /// The most redirect URIs a client may list.
 pub const MAX_REDIRECT_URIS: usize = 10;
-/// The longest redirect URI taken.
-pub const MAX_REDIRECT_URI_BYTES: usize = 2000;
+/// The longest redirect URI taken (it travels sealed through sign-in).
+pub const MAX_REDIRECT_URI_BYTES: usize = 1000;
 
 /// Schemes a redirect never uses: each runs or reads something in the
 /// browser, or is a web scheme checked by the rules above.

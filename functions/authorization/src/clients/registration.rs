@@ -20,6 +20,9 @@ use crate::{
 
 /// The largest registration request read.
 pub const MAX_REGISTRATION_BYTES: usize = 16 * 1024;
+/// The longest client id registration makes: it travels inside the sealed
+/// consent page and sign-in state, whose sum must stay a URL's size.
+pub const MAX_CLIENT_ID_BYTES: usize = 2048;
 
 #[derive(Deserialize)]
 struct Request {
@@ -71,10 +74,14 @@ impl Clients {
         };
         let registered =
             Registered { name: clean_name(request.client_name), redirect_uris: parsed.iter().map(|uri| uri.as_str().to_owned()).collect() };
+        let too_large = || metadata("the registration is too large to carry in a client id: fewer or shorter redirect_uris");
         let client_id = self.seals().seal(Purpose::ClientId, "", &registered, lifetime).await.map_err(|error| match error {
-            SealingError::Invalid | SealingError::TooLarge => metadata("the registration is too large to carry in a client id"),
+            SealingError::Invalid | SealingError::TooLarge => too_large(),
             SealingError::Unavailable(_) => OAuthError::new(ErrorCode::TemporarilyUnavailable, "registration is unavailable; try again"),
         })?;
+        if client_id.len() > MAX_CLIENT_ID_BYTES {
+            return Err(too_large());
+        }
         let mut answer = json!({
             "client_id": client_id,
             "client_id_issued_at": now,

@@ -157,6 +157,21 @@ pub trait RequestStateSealer: Send + Sync {
     /// What `token` carries, if it was sealed for exactly `binding` and has
     /// not expired.
     fn open<'a>(&'a self, binding: &'a StateBinding, token: &'a str) -> BoxFuture<'a, Result<OpenedState, OpenError>>;
+
+    /// [`open`](Self::open), with key lookups a source pays for budgeted to
+    /// `budget_key` rather than to the binding's principal: for tokens not
+    /// bound to a caller (a registered client's id, which anyone may
+    /// present), so that forged ones spend their sender's budget (its
+    /// address), not every honest client's.
+    fn open_budgeted<'a>(
+        &'a self,
+        binding: &'a StateBinding,
+        token: &'a str,
+        budget_key: &'a str,
+    ) -> BoxFuture<'a, Result<OpenedState, OpenError>> {
+        let _ = budget_key;
+        self.open(binding, token)
+    }
 }
 
 /// A state that opened: the continuation, and what single use needs.
@@ -286,7 +301,7 @@ impl<K: DataKeySource> EnvelopeSealer<K> {
         Ok(token)
     }
 
-    async fn open_payload(&self, binding: &StateBinding, token: &str) -> Result<OpenedState, OpenError> {
+    async fn open_payload(&self, binding: &StateBinding, token: &str, budget_key: &str) -> Result<OpenedState, OpenError> {
         // Oversized input is rejected before any decoding work or key lookup.
         if token.len() > self.max_token_bytes {
             return Err(OpenError::Malformed);
@@ -302,7 +317,7 @@ impl<K: DataKeySource> EnvelopeSealer<K> {
         let (nonce, ciphertext) = rest.split_at(NONCE_LEN);
         let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| OpenError::Malformed)?;
 
-        let key = self.keys.opening_key(key_ref, &binding.principal).await?;
+        let key = self.keys.opening_key(key_ref, budget_key).await?;
         let mut in_out = ciphertext.to_vec();
         let plaintext =
             key.open_in_place(nonce, Aad::from(binding.associated_data(key_ref)), &mut in_out).map_err(|_| OpenError::Forged)?;
@@ -325,7 +340,16 @@ impl<K: DataKeySource> RequestStateSealer for EnvelopeSealer<K> {
     }
 
     fn open<'a>(&'a self, binding: &'a StateBinding, token: &'a str) -> BoxFuture<'a, Result<OpenedState, OpenError>> {
-        Box::pin(self.open_payload(binding, token))
+        Box::pin(self.open_payload(binding, token, &binding.principal))
+    }
+
+    fn open_budgeted<'a>(
+        &'a self,
+        binding: &'a StateBinding,
+        token: &'a str,
+        budget_key: &'a str,
+    ) -> BoxFuture<'a, Result<OpenedState, OpenError>> {
+        Box::pin(self.open_payload(binding, token, budget_key))
     }
 }
 
