@@ -7,8 +7,11 @@
 # with a client metadata document (served over https with a CA made here,
 # which the authorization server trusts through SSL_CERT_FILE and
 # MCP_OAUTH_CIMD_TRUSTED_HOSTS) and with registration, mcp-remote with
-# registration; headless Chromium drives the pages. The consent page's
-# picture lands in .tmp/oauth-clients/consent.png.
+# registration, and the Python SDK client (tests/clients/python_oauth.py,
+# in a virtual environment of its own from requirements-python-sdk.txt)
+# with registration; headless Chromium drives the pages
+# (tests/clients/sign_in.mjs). The consent page's picture lands in
+# .tmp/oauth-clients/consent.png.
 #
 #   bash infra/oauth-clients.sh
 #
@@ -61,9 +64,27 @@ MCP_LOCAL_ADDR="127.0.0.1:$mcp_port" \
 pids+=($!)
 wait_for "$origin/.well-known/oauth-protected-resource/mcp" 100 "$out/mcp.log"
 
+# The Python SDK, pinned, in an environment of its own (it is not the
+# tools' .venv: its dependencies must not move the tools').
+python_env="$STATE_DIR/python-sdk-venv"
+want="$(sha256sum "$dir/requirements-python-sdk.txt" | cut -d' ' -f1)"
+if [ "$(cat "$python_env/.requirements.sha256" 2>/dev/null)" != "$want" ]; then
+  say "installing the Python SDK client from tests/clients/requirements-python-sdk.txt" >&2
+  rm -rf "$python_env" && python3 -m venv "$python_env" &&
+    "$python_env/bin/pip" install -q --disable-pip-version-check -r "$dir/requirements-python-sdk.txt" >&2 ||
+    { echo "oauth-clients: the Python SDK could not be installed" >&2; exit 1; }
+  echo "$want" > "$python_env/.requirements.sha256"
+fi
+
 status=0
 CHROMIUM="$chromium" MCP_REMOTE_CONFIG_DIR="$out/mcp-remote" \
   "$node_bin" "$dir/oauth.mjs" "$origin/mcp" "$out" "$cimd_port" "$out/leaf.pem" "$out/leaf.key" |
   tee "$out/checks.txt" || status=1
+CHROMIUM="$chromium" NODE="$node_bin" "$python_env/bin/python" "$dir/python_oauth.py" "$origin/mcp" |
+  tee "$out/python.txt" || status=1
+count() { tail -n 1 "$1" | grep -Eo "[0-9]+ $2" | cut -d' ' -f1 || echo 1; }
+passed=$(($(count "$out/checks.txt" passed) + $(count "$out/python.txt" passed)))
+failed=$(($(count "$out/checks.txt" failed) + $(count "$out/python.txt" failed)))
 [ "$status" = 0 ] || echo "oauth-clients: logs in $out (provider.log, authorization.log, mcp.log)" >&2
+echo "oauth clients: $passed passed, $failed failed"
 exit "$status"

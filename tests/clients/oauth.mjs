@@ -17,7 +17,7 @@ import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { chromium } from "playwright-core";
+import { launch, signInAs } from "./sign_in.mjs";
 import { checks, mcpRemoteTransport } from "./checks.mjs";
 
 const [mcpUrl, outDir, cimdPort, certFile, keyFile] = process.argv.slice(2);
@@ -27,48 +27,14 @@ if (!keyFile || !process.env.CHROMIUM) {
 }
 const { check, finish } = checks();
 const text = (result) => (result?.content ?? []).map((block) => block.text ?? "").join(" ");
-// Waits for a loaded two-core machine, never for the assertions' sake.
-const WAIT = 60_000;
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync"],
-});
+const browser = await launch();
 let pictured = false;
-
-/** A user signing in at `url` in a fresh browser: this server's consent
- * page (approve), then the provider's sign-in and consent. Resolves when
- * the browser reaches the client's redirect URI. */
-async function signIn(url, expectedClient) {
-  const context = await browser.newContext({ viewport: { width: 900, height: 700 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(WAIT);
-  try {
-    await page.goto(url.toString());
-    await page.getByRole("heading", { name: "Allow access to this MCP server?" }).waitFor();
-    const shown = await page.textContent("body");
-    check(`${expectedClient}: the consent page names the client`, shown.includes(expectedClient), shown);
-    if (!pictured) {
-      await page.screenshot({ path: `${outDir}/consent.png` });
-      pictured = true;
-    }
-    await page.getByRole("button", { name: "Approve" }).click();
-    // oidc-provider's development sign-in: any login and password.
-    await page.locator("input[name=login]").fill("alice");
-    await page.locator("input[name=password]").fill("any password");
-    await page.locator("button[type=submit]").click();
-    // Its own consent for the authorization server's client, when it asks.
-    const consent = page.locator("button[type=submit]");
-    if (await consent.count() > 0 && !page.url().includes("/callback")) {
-      await consent.first().click().catch(() => {});
-    }
-  } finally {
-    // The client's redirect URI has the code by now, or never will.
-    await page.waitForURL(/\/callback\?/, { timeout: WAIT }).catch(() => {});
-    await context.close();
-  }
-}
+const signIn = async (url, expectedClient) => {
+  const shown = await signInAs(browser, url, pictured ? undefined : `${outDir}/consent.png`);
+  pictured = true;
+  check(`${expectedClient}: the consent page names the client`, shown.includes(expectedClient), shown);
+};
 
 /** A loopback redirect URI that hands the code it receives to whoever waits. */
 async function callbackServer() {
