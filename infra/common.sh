@@ -127,6 +127,28 @@ wait_for() {
   return 1
 }
 
+# start_inspector_web DIR OUT NAME COMMAND: the MCP Inspector's web UI (the
+# pinned copy in DIR) on a port of its own, its ports, storage and secrets
+# (memory, never a keychain) its own, its log in OUT/web-NAME.log; sets
+# web_url to its address, token included, at localhost (as the README says
+# to open it), once it says it is up, and adds its process to web_pids.
+start_inspector_web() {
+  local dir="$1" out="$2" name="$3" command="$4" port token
+  web_url=""
+  port="$(free_port)"
+  (cd "$dir" && CLIENT_PORT="$port" MCP_SANDBOX_PORT="$(free_port)" MCP_APP_ORIGIN_PORT="$(free_port)" \
+    MCP_STORAGE_DIR="$out/storage-$name" MCP_INSPECTOR_SECRET_STORE=memory MCP_AUTO_OPEN_ENABLED=false \
+    exec bash -c "exec $command") >"$out/web-$name.log" 2>&1 </dev/null &
+  web_pids+=("$!")
+  for _ in $(seq 1 600); do
+    token="$(sed -n 's/.*Auth token: \([0-9a-f]*\).*/\1/p' "$out/web-$name.log" | head -n 1)"
+    [ -n "$token" ] && { web_url="http://localhost:$port/?MCP_INSPECTOR_API_TOKEN=$token"; return; }
+    kill -0 "${web_pids[-1]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  say "the Inspector ($name) printed no address with a token: $(tail -n 5 "$out/web-$name.log")" >&2
+}
+
 # A Chromium that starts headless ($CHROMIUM, else Debian's, installed when
 # missing as root or through sudo; Ubuntu's chromium-browser can be a snap
 # stub that does not start); its path, or a failure.

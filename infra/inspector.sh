@@ -100,26 +100,9 @@ else
   web_command="$(as_run "$web_command")"
   web_pids=()
   trap 'for pid in "${web_pids[@]}"; do kill_tree "$pid"; done' EXIT
-  # start_web NAME COMMAND: the Inspector's web UI on a port of its own;
-  # sets web_url to its address, token included, once it says it is up.
-  start_web() {
-    local name="$1" command="$2" port token
-    web_url=""
-    port="$(free_port)"
-    # Its ports, storage and secrets (memory, never a keychain) its own.
-    (cd "$dir" && CLIENT_PORT="$port" MCP_SANDBOX_PORT="$(free_port)" MCP_APP_ORIGIN_PORT="$(free_port)" \
-      MCP_STORAGE_DIR="$out/storage-$name" MCP_INSPECTOR_SECRET_STORE=memory MCP_AUTO_OPEN_ENABLED=false \
-      exec bash -c "exec $command") >"$out/web-$name.log" 2>&1 </dev/null &
-    web_pids+=("$!")
-    for _ in $(seq 1 600); do
-      token="$(sed -n 's/.*Auth token: \([0-9a-f]*\).*/\1/p' "$out/web-$name.log" | head -n 1)"
-      # localhost, as the README says to open it (the address Cognito accepts).
-      [ -n "$token" ] && { web_url="http://localhost:$port/?MCP_INSPECTOR_API_TOKEN=$token"; return; }
-      kill -0 "${web_pids[-1]}" 2>/dev/null || break
-      sleep 0.1
-    done
-    say "the Inspector ($name) printed no address with a token: $(tail -n 5 "$out/web-$name.log")" >&2
-  }
+  # start_web NAME COMMAND: the Inspector's web UI on a port of its own
+  # (start_inspector_web, infra/common.sh); sets web_url.
+  start_web() { start_inspector_web "$dir" "$out" "$1" "$2"; }
   # A writable catalog holding the server, as the README's sign-in steps add it.
   printf '{"mcpServers": {"mcp": {"type": "streamable-http", "url": "%s"}}}\n' "$url" >"$out/catalog.json"
   start_web readme "$web_command"

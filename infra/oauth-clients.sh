@@ -9,8 +9,9 @@
 # MCP_OAUTH_CIMD_TRUSTED_HOSTS) and with registration, mcp-remote with
 # registration, and the Python SDK client (tests/clients/python_oauth.py,
 # in a virtual environment of its own from requirements-python-sdk.txt)
-# with registration; headless Chromium drives the pages
-# (tests/clients/sign_in.mjs). The consent page's picture lands in
+# with registration, and the MCP Inspector's web UI (tests/inspector/
+# sign_in.mjs: switched on, it signs in and runs a tool); headless Chromium
+# drives the pages (tests/clients/sign_in.mjs). The consent page's picture lands in
 # .tmp/oauth-clients/consent.png.
 #
 #   bash infra/oauth-clients.sh
@@ -40,8 +41,11 @@ openssl x509 -req -in "$out/leaf.csr" -CA "$out/ca.pem" -CAkey "$out/ca.key" -CA
 
 mcp_port="$(free_port)" as_port="$(free_port)" provider_port="$(free_port)" cimd_port="$(free_port)"
 origin="http://127.0.0.1:$mcp_port"
-pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+pids=() web_pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${web_pids[@]}"; do kill_tree "$pid"; done
+}
 trap cleanup EXIT
 "$node_bin" "$dir/provider.mjs" "$provider_port" stack-authorization-server provider-test-secret "$origin/oauth/callback" \
   >"$out/provider.log" 2>&1 &
@@ -82,9 +86,23 @@ CHROMIUM="$chromium" MCP_REMOTE_CONFIG_DIR="$out/mcp-remote" \
   tee "$out/checks.txt" || status=1
 CHROMIUM="$chromium" NODE="$node_bin" "$python_env/bin/python" "$dir/python_oauth.py" "$origin/mcp" |
   tee "$out/python.txt" || status=1
+# The Inspector's web UI, started as the README starts it, at the stack.
+inspector="$ROOT/tests/inspector"
+npm_ci_pinned "$inspector"
+pinned="@modelcontextprotocol/inspector@$(cd "$inspector" && "$node_bin" -p 'require("./package.json").dependencies["@modelcontextprotocol/inspector"]')"
+PATH="$(dirname "$node_bin"):$PATH" start_inspector_web "$inspector" "$out" oauth "npx $pinned --web --transport http --server-url $origin/mcp"
+if [ -n "$web_url" ]; then
+  CHROMIUM="$chromium" "$node_bin" "$inspector/sign_in.mjs" "$web_url" "$out" | tee "$out/inspector.txt" || status=1
+else
+  echo "inspector sign-in: 0 passed, 1 failed" | tee "$out/inspector.txt"
+  status=1
+fi
 count() { tail -n 1 "$1" | grep -Eo "[0-9]+ $2" | cut -d' ' -f1 || echo 1; }
-passed=$(($(count "$out/checks.txt" passed) + $(count "$out/python.txt" passed)))
-failed=$(($(count "$out/checks.txt" failed) + $(count "$out/python.txt" failed)))
+passed=0 failed=0
+for file in checks python inspector; do
+  passed=$((passed + $(count "$out/$file.txt" passed)))
+  failed=$((failed + $(count "$out/$file.txt" failed)))
+done
 [ "$status" = 0 ] || echo "oauth-clients: logs in $out (provider.log, authorization.log, mcp.log)" >&2
 echo "oauth clients: $passed passed, $failed failed"
 exit "$status"
