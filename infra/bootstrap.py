@@ -100,6 +100,25 @@ def ensure_key(kms, template, stack):
     return alias
 
 
+def ensure_signing_key(kms, template, stack):
+    """The authorization server's token signing key (TokenSigningKey: an
+    ECC_NIST_P256 SIGN_VERIFY key), under an alias of the stack's."""
+    key_props = template["Resources"]["TokenSigningKey"]["Properties"]
+    alias = f"alias/{stack}-token-signing"
+    aliases = {a["AliasName"]: a.get("TargetKeyId") for a in kms.list_aliases()["Aliases"]}
+    if alias in aliases and aliases[alias]:
+        print(f"[bootstrap] key alias {alias} exists")
+        return alias
+    key = kms.create_key(
+        Description=key_props["Description"],
+        KeySpec=key_props["KeySpec"],
+        KeyUsage=key_props["KeyUsage"],
+    )["KeyMetadata"]
+    kms.create_alias(AliasName=alias, TargetKeyId=key["KeyId"])
+    print(f"[bootstrap] created key {key['KeyId']} ({key_props['KeySpec']}) as {alias}")
+    return alias
+
+
 # Lambda's queue hides a message for six worker timeouts; the local worker
 # sets each message's visibility itself when it takes it and renews it as the
 # run goes, so the queue's own timeout is only a fallback, kept short.
@@ -147,6 +166,7 @@ def main():
     table = f"{args.stack}-state"
     ensure_table(boto3.client("dynamodb", endpoint_url=endpoint), table, definition)
     alias = ensure_key(boto3.client("kms", endpoint_url=endpoint), template, args.stack)
+    signing_alias = ensure_signing_key(boto3.client("kms", endpoint_url=endpoint), template, args.stack)
     queue_url, dead_url, dead_arn = ensure_queues(boto3.client("sqs", endpoint_url=endpoint), template, args.stack)
 
     # The variables template.yaml gives the function, with local values.
@@ -159,6 +179,8 @@ def main():
         "MCP_TASK_DEAD_LETTER_QUEUE_URL": dead_url,
         "MCP_TASK_DEAD_LETTER_QUEUE_ARN": dead_arn,
         "MCP_TASK_LEASE_SECONDS": LOCAL_LEASE_SECONDS,
+        # Read by the authorization server only (functions/authorization).
+        "MCP_OAUTH_SIGNING_KEY_ID": signing_alias,
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_REGION": os.environ["AWS_REGION"],
         "AWS_ACCESS_KEY_ID": "testing",

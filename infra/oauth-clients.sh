@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real clients sign in given only the URL (tests/clients/oauth.mjs), against
-# a local stack started here: an OpenID provider on loopback standing in for Cognito
+# a local stack on the emulator started here: an OpenID provider on loopback standing in for Cognito
 # (tests/clients/provider.mjs, oidc-provider), the authorization server,
 # and the everything function in front of it on one address, verifying the
 # authorization server's tokens. The TypeScript SDK v1 client signs in
@@ -38,6 +38,15 @@ printf 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n' > "$out/lea
 openssl x509 -req -in "$out/leaf.csr" -CA "$out/ca.pem" -CAkey "$out/ca.key" -CAcreateserial -days 1 \
   -extfile "$out/leaf.ext" -out "$out/leaf.pem" 2>/dev/null ||
   { echo "oauth-clients: openssl could not make the test certificates" >&2; exit 1; }
+
+# On the emulator, as the functions run on AWS: the authorization server's
+# grants and single-use records in the table, its records sealed and its
+# tokens signed with KMS keys (infra/bootstrap.py makes the signing key),
+# the MCP server's sessions in the table too.
+bash infra/start-emulators.sh >&2
+bash infra/bootstrap.sh >&2
+# shellcheck disable=SC1091
+set -a && source "$STATE_DIR/local.env" && set +a
 
 mcp_port="$(free_port)" as_port="$(free_port)" provider_port="$(free_port)" cimd_port="$(free_port)"
 origin="http://127.0.0.1:$mcp_port"
