@@ -80,10 +80,9 @@ def ensure_table(dynamodb, name, definition):
     )
 
 
-def ensure_key(kms, template, stack):
-    _, key_props = resource_of_type(template, "AWS::KMS::Key")
-    _, alias_props = resource_of_type(template, "AWS::KMS::Alias")
-    alias = substitute_stack(alias_props["AliasName"], stack)
+def ensure_key(kms, key_props, alias):
+    """A key as `key_props` (a template's AWS::KMS::Key properties) describe
+    it, under `alias`, unless the alias names one already."""
     aliases = {a["AliasName"]: a.get("TargetKeyId") for a in kms.list_aliases()["Aliases"]}
     if alias in aliases and aliases[alias]:
         print(f"[bootstrap] key alias {alias} exists")
@@ -95,25 +94,6 @@ def ensure_key(kms, template, stack):
     )["KeyMetadata"]
     if key_props.get("EnableKeyRotation"):
         kms.enable_key_rotation(KeyId=key["KeyId"])
-    kms.create_alias(AliasName=alias, TargetKeyId=key["KeyId"])
-    print(f"[bootstrap] created key {key['KeyId']} as {alias}")
-    return alias
-
-
-def ensure_signing_key(kms, template, stack):
-    """The authorization server's token signing key (TokenSigningKey: an
-    ECC_NIST_P256 SIGN_VERIFY key), under an alias of the stack's."""
-    key_props = template["Resources"]["TokenSigningKey"]["Properties"]
-    alias = f"alias/{stack}-token-signing"
-    aliases = {a["AliasName"]: a.get("TargetKeyId") for a in kms.list_aliases()["Aliases"]}
-    if alias in aliases and aliases[alias]:
-        print(f"[bootstrap] key alias {alias} exists")
-        return alias
-    key = kms.create_key(
-        Description=key_props["Description"],
-        KeySpec=key_props["KeySpec"],
-        KeyUsage=key_props["KeyUsage"],
-    )["KeyMetadata"]
     kms.create_alias(AliasName=alias, TargetKeyId=key["KeyId"])
     print(f"[bootstrap] created key {key['KeyId']} ({key_props['KeySpec']}) as {alias}")
     return alias
@@ -165,8 +145,12 @@ def main():
     endpoint = os.environ["AWS_ENDPOINT_URL"]
     table = f"{args.stack}-state"
     ensure_table(boto3.client("dynamodb", endpoint_url=endpoint), table, definition)
-    alias = ensure_key(boto3.client("kms", endpoint_url=endpoint), template, args.stack)
-    signing_alias = ensure_signing_key(boto3.client("kms", endpoint_url=endpoint), template, args.stack)
+    kms = boto3.client("kms", endpoint_url=endpoint)
+    # The requestState key (StateKey, under the template's own alias), and
+    # the authorization server's token signing key (TokenSigningKey).
+    alias = ensure_key(kms, template["Resources"]["StateKey"]["Properties"],
+                       substitute_stack(resource_of_type(template, "AWS::KMS::Alias")[1]["AliasName"], args.stack))
+    signing_alias = ensure_key(kms, template["Resources"]["TokenSigningKey"]["Properties"], f"alias/{args.stack}-token-signing")
     queue_url, dead_url, dead_arn = ensure_queues(boto3.client("sqs", endpoint_url=endpoint), template, args.stack)
 
     # The variables template.yaml gives the function, with local values.

@@ -7,36 +7,14 @@
 //   CHROMIUM=... node tests/inspector/sign_in.mjs INSPECTOR_URL OUT_DIR
 //
 // Prints `ok`/`FAILED` per check and last `inspector sign-in: N passed, M failed`.
-import { chromium } from "playwright-core";
+import { WAIT, session } from "./browser.mjs";
 
 const [inspectorUrl, outDir] = process.argv.slice(2);
 if (!outDir || !process.env.CHROMIUM) {
   console.error("usage: CHROMIUM=/path/to/chromium node sign_in.mjs INSPECTOR_URL OUT_DIR");
   process.exit(2);
 }
-// Generous waits for a loaded two-core machine, never the assertions' sake.
-const WAIT = { timeout: 60_000 };
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync"],
-});
-const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-page.setDefaultTimeout(WAIT.timeout);
-let passed = 0;
-let failed = 0;
-async function check(name, steps) {
-  try {
-    await steps();
-    passed += 1;
-    console.log(`ok - inspector: ${name}`);
-  } catch (error) {
-    failed += 1;
-    const shot = `${outDir}/inspector-${name.replace(/[^a-z0-9]+/gi, "-")}.png`;
-    await page.screenshot({ path: shot, fullPage: true }).catch(() => {});
-    console.log(`FAILED - inspector: ${name}: ${String(error.message ?? error).split("\n")[0]} (screenshot: ${shot})`);
-  }
-}
+const { page, check, finish } = await session(outDir, "inspector");
 
 await check("switching the server on leads to the stack's consent page", async () => {
   await page.goto(inspectorUrl);
@@ -60,6 +38,4 @@ await check("runs a tool with its token", async () => {
   await page.getByRole("button", { name: "Execute Tool" }).click();
   await page.getByText("This is a simple text response for testing.").first().waitFor(WAIT);
 });
-await browser.close();
-console.log(`inspector sign-in: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+await finish("inspector sign-in");

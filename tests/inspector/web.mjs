@@ -14,41 +14,15 @@
 // its redirect URI must be one of $EXPECTED_REDIRECTS (comma-separated).
 // The browser is $CHROMIUM. Prints `ok`/`FAILED` per check, a screenshot of
 // each failure in OUT_DIR, and last `inspector web: N passed, M failed`.
-import { chromium } from "playwright-core";
+import { WAIT, session } from "./browser.mjs";
 
 const [inspectorUrl, outDir, catalogUrl] = process.argv.slice(2);
 if (!inspectorUrl || !outDir || !process.env.CHROMIUM) {
   console.error("usage: CHROMIUM=/path/to/chromium node web.mjs INSPECTOR_URL OUT_DIR");
   process.exit(2);
 }
-// A user's clicks wait for the server; on a loaded two-core machine a
-// debug build's answer can take seconds, so waits are generous, never tight.
-const WAIT = { timeout: 60_000 };
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM,
-  // The flags headless Chromium needs as root on a machine without a
-  // network beyond loopback (no background connections to refuse).
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync"],
-});
-const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-page.setDefaultTimeout(WAIT.timeout);
-
-let passed = 0;
-let failed = 0;
-async function check(name, steps) {
-  try {
-    await steps();
-    passed += 1;
-    console.log(`ok - ${version}: ${name}`);
-  } catch (error) {
-    failed += 1;
-    const shot = `${outDir}/${name.replace(/[^a-z0-9]+/gi, "-")}.png`;
-    await page.screenshot({ path: shot, fullPage: true }).catch(() => {});
-    console.log(`FAILED - ${version}: ${name}: ${String(error.message ?? error).split("\n")[0]} (screenshot: ${shot})`);
-  }
-}
+const version = process.env.EXPECTED_VERSION ?? "2026-07-28";
+const { page, check, finish } = await session(outDir, version);
 
 // A tool from the list, opened in the middle column.
 async function openTool(name) {
@@ -63,7 +37,6 @@ async function answer(question, field, value) {
   await page.getByRole("button", { name: "Submit" }).click();
 }
 
-const version = process.env.EXPECTED_VERSION ?? "2026-07-28";
 await check(`connects over Streamable HTTP at MCP ${version}`, async () => {
   await page.goto(inspectorUrl);
   // Mantine draws its track over the switch's input: the input takes the check.
@@ -108,6 +81,4 @@ if (catalogUrl) {
   });
 }
 
-await browser.close();
-console.log(`inspector web: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+await finish("inspector web");
