@@ -243,14 +243,15 @@ impl AuthorizationServer {
         })
     }
 
-    /// A sealed record of `purpose` from this browser, opened and spent once.
+    /// A sealed record of `purpose` from this browser, opened and spent
+    /// once; with the browser's binding, which the next record is sealed to.
     async fn open_once<T: serde::de::DeserializeOwned>(
         &self,
         request: &Request<Bytes>,
         endpoints: &Endpoints,
         purpose: Purpose,
         sealed: Option<&str>,
-    ) -> Result<T, Response<Bytes>> {
+    ) -> Result<(T, String), Response<Bytes>> {
         let headers = request.headers();
         let expired =
             || pages::error(StatusCode::BAD_REQUEST, "This sign-in has expired, was already answered, or was started in another browser.");
@@ -269,7 +270,7 @@ impl AuthorizationServer {
             Err(_) => return Err(expired()),
         };
         match self.parts.ledger.redeem(&opened.jti, opened.expires_at, self.parts.clock.now()).await {
-            Ok(Redemption::First) => Ok(opened.value),
+            Ok(Redemption::First) => Ok((opened.value, browser)),
             Ok(Redemption::Replay) => Err(expired()),
             Err(error) => {
                 tracing::error!(%error, "single-use ledger unavailable");
@@ -282,10 +283,11 @@ impl AuthorizationServer {
     pub(crate) async fn consent(&self, request: &Request<Bytes>) -> Response<Bytes> {
         let endpoints = self.endpoints(request.headers());
         let form = std::str::from_utf8(request.body()).ok().and_then(|body| parameters(body).ok()).unwrap_or_default();
-        let approved: Approved = match self.open_once(request, &endpoints, Purpose::Consent, parameter(&form, "request")).await {
-            Ok(approved) => approved,
-            Err(page) => return page,
-        };
+        let (approved, browser): (Approved, _) =
+            match self.open_once(request, &endpoints, Purpose::Consent, parameter(&form, "request")).await {
+                Ok(opened) => opened,
+                Err(page) => return page,
+            };
         let state = approved.state.as_deref();
         if parameter(&form, "decision") != Some("approve") {
             return Self::refuse_to_client(
@@ -298,7 +300,6 @@ impl AuthorizationServer {
         let Some(upstream) = &self.parts.upstream else {
             return pages::error(StatusCode::INTERNAL_SERVER_ERROR, "Sign-in is not set up on this server.");
         };
-        let browser = Self::browser(request.headers(), Self::cookie_name(&endpoints)).unwrap_or_default();
         let verifier = URL_SAFE_NO_PAD.encode(random::bytes::<32>());
         let challenge = URL_SAFE_NO_PAD.encode(digest(&SHA256, verifier.as_bytes()));
         let nonce = URL_SAFE_NO_PAD.encode(random::bytes::<16>());
@@ -322,10 +323,11 @@ impl AuthorizationServer {
     pub(crate) async fn callback(&self, request: &Request<Bytes>) -> Response<Bytes> {
         let endpoints = self.endpoints(request.headers());
         let pairs = parameters(request.uri().query().unwrap_or_default()).unwrap_or_default();
-        let in_flight: InFlight = match self.open_once(request, &endpoints, Purpose::UpstreamState, parameter(&pairs, "state")).await {
-            Ok(in_flight) => in_flight,
-            Err(page) => return page,
-        };
+        let (in_flight, _): (InFlight, _) =
+            match self.open_once(request, &endpoints, Purpose::UpstreamState, parameter(&pairs, "state")).await {
+                Ok(opened) => opened,
+                Err(page) => return page,
+            };
         let approved = &in_flight.request;
         let (redirect_uri, state) = (approved.redirect_uri.as_str(), approved.state.as_deref());
         let Some(upstream) = &self.parts.upstream else {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
-use mcp_stateless::{clock::Clock, sealed::redemption::RedemptionLedger};
+use mcp_stateless::{clock::Clock, edge::protected_resource::scheme_for, sealed::redemption::RedemptionLedger};
 use serde_json::json;
 use url::form_urlencoded;
 
@@ -116,8 +116,7 @@ impl AuthorizationServer {
         let settings = &self.parts.settings;
         let issuer = settings.issuer.clone().unwrap_or_else(|| {
             let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("localhost");
-            let loopback = ["localhost", "127.0.0.1", "[::1]"].iter().any(|h| host == *h || host.starts_with(&format!("{h}:")));
-            format!("{}://{host}{}", if loopback { "http" } else { "https" }, settings.base_path)
+            format!("{}://{host}{}", scheme_for(host), settings.base_path)
         });
         let resource = settings.resource.clone().unwrap_or_else(|| format!("{issuer}/mcp"));
         Endpoints { issuer, resource }

@@ -14,10 +14,10 @@
 
 use aws_sdk_dynamodb::{
     Client,
-    error::{ProvideErrorMetadata, SdkError},
     types::{AttributeValue, ReturnValue},
 };
 use futures::future::BoxFuture;
+use mcp_aws::dynamo::{Item, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, number, unavailable};
 use mcp_stateless::storage::StoreError;
 
 use crate::grants::{CodeGrant, GrantStore, RefreshGrant, Rotation};
@@ -25,8 +25,6 @@ use crate::grants::{CodeGrant, GrantStore, RefreshGrant, Rotation};
 const CODE: &str = "oauth#code#";
 const REFRESH: &str = "oauth#refresh#";
 const FAMILY: &str = "oauth#family#";
-
-type Item = std::collections::HashMap<String, AttributeValue>;
 
 /// The grants, in `table`.
 pub struct DynamoGrants {
@@ -45,9 +43,9 @@ impl DynamoGrants {
         self.client
             .put_item()
             .table_name(&self.table)
-            .item("pk", AttributeValue::S(pk))
+            .item(PARTITION_KEY, AttributeValue::S(pk))
             .item("grant", AttributeValue::S(grant))
-            .item("expires_at", n(expires_at))
+            .item(TTL_ATTRIBUTE, n(expires_at))
             .send()
             .await
             .map_err(unavailable)?;
@@ -55,7 +53,8 @@ impl DynamoGrants {
     }
 
     async fn get(&self, pk: String) -> Result<Option<Item>, StoreError> {
-        let answer = self.client.get_item().table_name(&self.table).key("pk", AttributeValue::S(pk)).consistent_read(true).send().await;
+        let answer =
+            self.client.get_item().table_name(&self.table).key(PARTITION_KEY, AttributeValue::S(pk)).consistent_read(true).send().await;
         Ok(answer.map_err(unavailable)?.item)
     }
 
@@ -67,8 +66,8 @@ impl DynamoGrants {
         self.client
             .put_item()
             .table_name(&self.table)
-            .item("pk", AttributeValue::S(format!("{FAMILY}{family}")))
-            .item("expires_at", n(until))
+            .item(PARTITION_KEY, AttributeValue::S(format!("{FAMILY}{family}")))
+            .item(TTL_ATTRIBUTE, n(until))
             .send()
             .await
             .map_err(unavailable)?;
@@ -76,26 +75,14 @@ impl DynamoGrants {
     }
 }
 
-fn n(value: u64) -> AttributeValue {
-    AttributeValue::N(value.to_string())
-}
-
+/// When `item` stops counting (its TTL attribute; absent reads as long past).
 fn expires_at(item: &Item) -> u64 {
-    item.get("expires_at").and_then(|v| v.as_n().ok()).and_then(|v| v.parse().ok()).unwrap_or(0)
+    number(item, TTL_ATTRIBUTE).unwrap_or(0)
 }
 
 fn grant<T: serde::de::DeserializeOwned>(item: &Item) -> Result<T, StoreError> {
     let text = item.get("grant").and_then(|v| v.as_s().ok()).ok_or_else(|| StoreError::Corrupt("grant is missing".into()))?;
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-fn unavailable<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(error: SdkError<E, R>) -> StoreError {
-    tracing::error!(error = %aws_sdk_dynamodb::error::DisplayErrorContext(&error), "DynamoDB call failed");
-    StoreError::Unavailable(error.code().unwrap_or("dispatch failure").to_owned())
-}
-
-fn is_condition_failure<E: ProvideErrorMetadata, R>(error: &SdkError<E, R>) -> bool {
-    error.code() == Some("ConditionalCheckFailedException")
 }
 
 impl GrantStore for DynamoGrants {
@@ -110,15 +97,14 @@ impl GrantStore for DynamoGrants {
                 .client
                 .delete_item()
                 .table_name(&self.table)
-                .key("pk", AttributeValue::S(format!("{CODE}{key}")))
+                .key(PARTITION_KEY, AttributeValue::S(format!("{CODE}{key}")))
                 .condition_expression("attribute_exists(pk)")
                 .return_values(ReturnValue::AllOld)
                 .send()
                 .await;
             let item = match answer {
                 Ok(answer) => answer.attributes,
-                Err(error) if is_condition_failure(&error) => return Ok(None),
-                Err(error) => return Err(unavailable(error)),
+                Err(error) => condition_failed(error, |_| None).map(|_| None)?,
             };
             match item {
                 Some(item) if expires_at(&item) > now => grant(&item).map(Some),
@@ -138,7 +124,7 @@ impl GrantStore for DynamoGrants {
                 .client
                 .update_item()
                 .table_name(&self.table)
-                .key("pk", AttributeValue::S(pk.clone()))
+                .key(PARTITION_KEY, AttributeValue::S(pk.clone()))
                 .update_expression("SET used_at = :now")
                 .condition_expression("attribute_exists(pk) AND attribute_not_exists(used_at) AND expires_at > :now")
                 .expression_attribute_values(":now", n(now))
@@ -153,7 +139,8 @@ impl GrantStore for DynamoGrants {
                     }
                     Ok(Rotation::Current(current))
                 }
-                Err(error) if is_condition_failure(&error) => {
+                Err(error) => {
+                    condition_failed(error, |_| None)?;
                     // Unknown, expired, or used before: only the last ends the family.
                     let Some(item) = self.get(pk).await?.filter(|item| expires_at(item) > now && item.contains_key("used_at")) else {
                         return Ok(Rotation::Unknown);
@@ -162,7 +149,6 @@ impl GrantStore for DynamoGrants {
                     self.revoke_family(&used.family, revoked_until).await?;
                     Ok(Rotation::Reused)
                 }
-                Err(error) => Err(unavailable(error)),
             }
         })
     }

@@ -48,7 +48,8 @@ pub const PARTITION_KEY: &str = "pk";
 /// same, and reads still check expiry, since DynamoDB deletes late.
 pub const TTL_ATTRIBUTE: &str = "expires_at";
 
-pub(crate) type Item = HashMap<String, AttributeValue>;
+/// An item as the SDK reads and writes it.
+pub type Item = HashMap<String, AttributeValue>;
 
 /// The table, shared by every adapter (each implements its port on it).
 #[derive(Clone)]
@@ -57,7 +58,8 @@ pub struct DynamoStore {
     pub(crate) table: String,
 }
 
-pub(crate) fn n(value: u64) -> AttributeValue {
+/// A number attribute.
+pub fn n(value: u64) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
@@ -65,7 +67,8 @@ pub(crate) fn s(value: &str) -> AttributeValue {
     AttributeValue::S(value.to_owned())
 }
 
-pub(crate) fn number(item: &Item, name: &str) -> Result<u64, StoreError> {
+/// The number attribute `name` of `item`, or why it is not one.
+pub fn number(item: &Item, name: &str) -> Result<u64, StoreError> {
     match item.get(name) {
         Some(AttributeValue::N(v)) => v.parse().map_err(|_| StoreError::Corrupt(format!("{name} is not a number"))),
         _ => Err(StoreError::Corrupt(format!("{name} is missing"))),
@@ -73,14 +76,15 @@ pub(crate) fn number(item: &Item, name: &str) -> Result<u64, StoreError> {
 }
 
 /// Throttling, timeouts and outages after the SDK's own retries.
-pub(crate) fn unavailable<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(error: SdkError<E, R>) -> StoreError {
+/// The store error for a call that failed (logged, with its AWS error code).
+pub fn unavailable<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(error: SdkError<E, R>) -> StoreError {
     let detail = aws_sdk_dynamodb::error::DisplayErrorContext(&error).to_string();
     tracing::error!(error = %detail, "DynamoDB call failed");
     StoreError::Unavailable(error.code().unwrap_or("dispatch failure").to_owned())
 }
 
 /// The item a failed condition saw, if the failure was a condition check.
-pub(crate) fn condition_failed<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
+pub fn condition_failed<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
     error: SdkError<E, R>,
     item_of: impl FnOnce(&E) -> Option<Item>,
 ) -> Result<Option<Item>, StoreError> {

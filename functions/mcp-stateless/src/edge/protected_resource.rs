@@ -63,8 +63,9 @@ impl ResourceMetadata {
     }
 }
 
-/// `http` for loopback hosts (the local server), `https` for any other.
-fn scheme_for(host: &str) -> &'static str {
+/// `http` for loopback hosts (the local server), `https` for any other:
+/// how a URL of this server is written from a request's `Host`.
+pub fn scheme_for(host: &str) -> &'static str {
     let loopback = ["localhost", "127.0.0.1", "[::1]"].iter().any(|h| host == *h || host.starts_with(&format!("{h}:")));
     if loopback { "http" } else { "https" }
 }
