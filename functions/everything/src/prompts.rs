@@ -3,20 +3,19 @@
 use rmcp::{
     ErrorData,
     handler::server::wrapper::Parameters,
+    handler::server::router::prompt::PromptRouter,
     model::{GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult, PromptMessage, Role},
     prompt, prompt_router,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use mcp_stateless::prelude::CallContext;
+use mcp_stateless::prelude::{AskingPrompt, CallContext};
 
 use crate::{
     EverythingServer, PNG_1X1,
     mrtr_tools::{answered, elicit_name},
 };
-
-pub(crate) const INPUT_REQUIRED_PROMPT: &str = "test_input_required_result_prompt";
 
 #[derive(Deserialize, JsonSchema)]
 pub struct TwoArguments {
@@ -33,7 +32,7 @@ pub struct ResourceArgument {
     resource_uri: String,
 }
 
-#[prompt_router(router = "prompts", vis = "pub(crate)")]
+#[prompt_router(router = "prompt_routes")]
 impl EverythingServer {
     #[prompt(description = "A prompt without arguments")]
     async fn test_simple_prompt(&self) -> Vec<PromptMessage> {
@@ -70,26 +69,28 @@ impl EverythingServer {
             PromptMessage::new_text(Role::User, "Please analyze the image above."),
         ])
     }
-
-    /// Listed through the router; served by `input_required_prompt`, since
-    /// prompt routes do not see `inputResponses`.
-    #[prompt(description = "Asks for the user's name before producing its messages")]
-    async fn test_input_required_result_prompt(&self) -> Result<GetPromptResult, ErrorData> {
-        Err(ErrorData::internal_error("served by get_prompt", None))
-    }
 }
 
 impl EverythingServer {
-    pub(crate) async fn input_required_prompt(
-        &self,
-        _ctx: &CallContext,
-        request: &GetPromptRequestParams,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        let Some(reply) = answered(&request.input_responses, "user_name") else {
-            let asks = [("user_name".to_owned(), elicit_name())].into_iter().collect();
-            return Ok(InputRequiredResult::from_input_requests(asks).into());
-        };
-        let name = reply.get("content").and_then(|c| c.get("name")).and_then(|n| n.as_str()).unwrap_or("friend");
-        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, format!("Write a greeting for {name}."))]).into())
+    /// Every prompt fixture: the routes above and the one that asks first.
+    pub(crate) fn prompts() -> PromptRouter<Self> {
+        Self::prompt_routes().with_route(AskingPrompt::new(
+            "test_input_required_result_prompt",
+            "Asks for the user's name before producing its messages",
+            input_required_prompt,
+        ))
     }
+}
+
+async fn input_required_prompt(
+    _server: EverythingServer,
+    _ctx: CallContext,
+    request: GetPromptRequestParams,
+) -> Result<GetPromptResponse, ErrorData> {
+    let Some(reply) = answered(&request.input_responses, "user_name") else {
+        let asks = [("user_name".to_owned(), elicit_name())].into_iter().collect();
+        return Ok(InputRequiredResult::from_input_requests(asks).into());
+    };
+    let name = reply.get("content").and_then(|c| c.get("name")).and_then(|n| n.as_str()).unwrap_or("friend");
+    Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, format!("Write a greeting for {name}."))]).into())
 }

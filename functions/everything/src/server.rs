@@ -2,11 +2,11 @@
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
-    model::{CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptRequestParams, GetPromptResponse, Reference},
+    model::{CompleteRequestParams, CompleteResult, CompletionInfo, Reference},
     service::RequestContext,
 };
 
-use mcp_stateless::prelude::{CallContext, Dependencies, Registry, RequestStates, TaskTools};
+use mcp_stateless::prelude::{Dependencies, Registry, RequestStates, TaskTools};
 
 #[derive(Clone)]
 pub struct EverythingServer {
@@ -39,20 +39,7 @@ impl EverythingServer {
 }
 
 impl ServerHandler for EverythingServer {
-    mcp_stateless::server_methods!(registry, own get_prompt);
-
-    async fn get_prompt(
-        &self,
-        request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetPromptResponse, ErrorData> {
-        // The MRTR prompt needs inputResponses, which prompt routes do not see.
-        if request.name == crate::prompts::INPUT_REQUIRED_PROMPT {
-            let ctx = CallContext::of(&context)?;
-            return self.input_required_prompt(&ctx, &request).await;
-        }
-        self.registry.get_prompt(self, request, context).await
-    }
+    mcp_stateless::server_methods!(registry);
 
     async fn complete(&self, request: CompleteRequestParams, _context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData> {
         let values = match &request.r#ref {

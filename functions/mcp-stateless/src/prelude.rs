@@ -16,7 +16,7 @@ pub use crate::{
         report::Reporter,
     },
     sealed::mrtr::{RequestStates, StateScope},
-    server::{Dependencies, Registry},
+    server::{AskingPrompt, Dependencies, Registry},
     subscriptions::{ListKind, Subscriptions},
     tasks::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools, Tasks},
 };

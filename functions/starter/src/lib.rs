@@ -1,5 +1,5 @@
 //! Wiring for the starter function: the `ServerHandler` that serves the
-//! tools in [`tools`]. Edit `src/tools/`; this file rarely needs to change.
+//! tools, prompts and resources listed in [`tools`]. Edit `src/tools/`; this file rarely needs to change.
 
 #[cfg(test)]
 mod testing;
@@ -25,8 +25,12 @@ pub struct Server {
 
 impl Server {
     pub fn new(deps: Dependencies) -> Self {
-        let registry =
-            Registry::builder(&deps).tools(tools::all()).task_tools(tools::task_tools()).handle_resources(tools::resources()).build();
+        let registry = Registry::builder(&deps)
+            .tools(tools::all())
+            .task_tools(tools::task_tools())
+            .prompts(tools::prompts())
+            .handle_resources(tools::resources())
+            .build();
         Self { request_states: deps.request_states, handles: deps.handles, registry }
     }
 }

@@ -4,15 +4,11 @@
 /// The `ServerHandler` methods a [`Registry`](crate::Registry) answers: server info and
 /// versions, tools, prompts, resources, the tasks extension and listen streams.
 /// Write `mcp_stateless::server_methods!(registry);` inside
-/// `impl ServerHandler for YourServer`; a server that answers `prompts/get`
-/// itself (to read `inputResponses`, which prompt routes do not see) writes
-/// `mcp_stateless::server_methods!(registry, own get_prompt);` and calls
-/// [`Registry::get_prompt`](crate::Registry::get_prompt) for the rest.
+/// `impl ServerHandler for YourServer`. A prompt that asks the user first is
+/// an [`AskingPrompt`](crate::prelude::AskingPrompt) among the prompt routes.
 #[macro_export]
 macro_rules! server_methods {
     ($registry:ident) => {
-        $crate::server_methods!($registry, own get_prompt);
-
         async fn get_prompt(
             &self,
             request: ::rmcp::model::GetPromptRequestParams,
@@ -20,8 +16,7 @@ macro_rules! server_methods {
         ) -> Result<::rmcp::model::GetPromptResponse, ::rmcp::ErrorData> {
             self.$registry.get_prompt(self, request, context).await
         }
-    };
-    ($registry:ident, own get_prompt) => {
+
         async fn call_tool(
             &self,
             request: ::rmcp::model::CallToolRequestParams,

@@ -9,6 +9,7 @@
 //! impl (in place of rmcp's `#[tool_handler]`, whose `get_info` would
 //! advertise only tools).
 
+mod asking_prompt;
 pub mod dependencies;
 mod methods;
 
@@ -35,6 +36,7 @@ use crate::{
     subscriptions::{ListDigests, Subscriptions},
     tasks::{TaskTools, Tasks},
 };
+pub use asking_prompt::AskingPrompt;
 pub use dependencies::Dependencies;
 
 /// How a server reads its fixed resources: `resources/read` of a URI that
@@ -167,16 +169,20 @@ impl<S: Send + Sync + 'static> Registry<S> {
     }
 
     /// `prompts/get` through the prompt routes, on `server`; -32601 for a
-    /// server with no prompts.
+    /// server with no prompts. The request's rounds (`inputResponses`,
+    /// `requestState`) travel in `context`'s extensions, for the
+    /// [`AskingPrompt`]s among the routes.
     pub async fn get_prompt(
         &self,
         server: &S,
         request: GetPromptRequestParams,
-        context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         if self.capabilities.prompts.is_none() {
             return Err(ErrorData::method_not_found::<GetPromptRequestMethod>());
         }
+        let rounds = asking_prompt::Rounds { input_responses: request.input_responses, request_state: request.request_state };
+        context.extensions.insert(rounds);
         self.prompts.get_prompt(PromptContext::new(server, request.name, request.arguments, context)).await
     }
 
@@ -215,7 +221,8 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         self
     }
 
-    /// Adds a group of prompts (one `#[prompt_router]` block each).
+    /// Adds a group of prompts: one `#[prompt_router]` block each, and
+    /// [`AskingPrompt`]s added to a router with `with_route`.
     pub fn prompts(mut self, prompts: PromptRouter<S>) -> Self {
         self.prompts += prompts;
         self

@@ -11,10 +11,12 @@
 //! - `progress.rs`: a tool that reports progress while it works;
 //! - `report.rs`: a long-running task (runs in the worker function) that
 //!   reports progress and honours cancellation;
-//! - `publish.rs`: a task that asks the user for input halfway.
+//! - `publish.rs`: a task that asks the user for input halfway;
+//! - `writing.rs`: prompts, a plain one and one that asks the user first.
 //!
 //! Task tools are listed in [`task_tools`] instead of `all`: the worker
-//! function runs them from the same list.
+//! function runs them from the same list. Prompts are listed in
+//! [`prompts`], resources in [`resources`].
 //!
 //! Each example is one file and one line in each list it appears in:
 //! deleting the file and its lines leaves a server that builds and passes
@@ -26,9 +28,10 @@ mod progress;
 mod publish;
 mod reminder;
 mod report;
+mod writing;
 
 use mcp_stateless::prelude::{HandleResources, TaskTools};
-use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::router::{prompt::PromptRouter, tool::ToolRouter};
 
 use crate::Server;
 
@@ -50,6 +53,15 @@ pub fn task_tools() -> TaskTools {
     tools += report::report_tasks();
     tools += publish::publish_tasks();
     tools
+}
+
+/// Every prompt: `#[prompt_router]` groups and prompts that ask first
+/// (`AskingPrompt`).
+#[allow(unused_mut)] // once the last example is deleted
+pub(crate) fn prompts() -> PromptRouter<Server> {
+    let mut prompts = PromptRouter::new();
+    prompts += writing::writing_prompts();
+    prompts
 }
 
 /// Handle-backed state clients read and watch as resources.
