@@ -62,7 +62,7 @@ say "fork clean: $name builds with no example tools, reports itself as $name, $p
 kill "$server" 2>/dev/null || true
 wait "$server" 2>/dev/null || true
 
-# The README's tool and task, pasted where the fork's README says (rename.sh
+# The README's tool, prompt and task, pasted where the fork's README says (rename.sh
 # renamed its paths), as a user would, then built, tested and called.
 pasted="$("$VENV/bin/python" "$ROOT/infra/readme_snippets.py" README.md .)"
 say "fork: pasted the README's blocks into $pasted"
@@ -86,12 +86,18 @@ import json, sys
 sys.path.insert(0, "infra")
 from mcp_client import call
 
+url = f"http://127.0.0.1:{sys.argv[1]}/mcp"
 for tool, arguments, expected in [("greet", {"name": "fork"}, "Hello, fork!"), ("countdown", {"from": 1}, "Lift-off!")]:
-    reply = call(f"http://127.0.0.1:{sys.argv[1]}/mcp", "tools/call", {"name": tool, "arguments": arguments}, name=tool)
+    reply = call(url, "tools/call", {"name": tool, "arguments": arguments}, name=tool)
     text = reply.get("result", {}).get("content", [{}])[0].get("text")
     if text != expected:
         sys.exit(f"fork: the README's {tool} answered {json.dumps(reply)[:300]}, not {expected!r}")
     print(f"[fork-test] the README's {tool} answers {text!r}")
+reply = call(url, "prompts/get", {"name": "haiku", "arguments": {"topic": "forks"}})
+text = reply.get("result", {}).get("messages", [{}])[0].get("content", {}).get("text")
+if text != "Write a haiku about forks.":
+    sys.exit(f"fork: the README's haiku prompt answered {json.dumps(reply)[:300]}")
+print(f"[fork-test] the README's haiku prompt answers {text!r}")
 PY
-passed=$((passed + 3))
+passed=$((passed + 4))
 echo "$passed" >"$STATE_DIR/fork-passed.txt"

@@ -6,7 +6,8 @@ A block is announced by `<!-- paste: PATH -->` on the line before its
 fence. For a file that does not exist yet the block is the whole file. For
 `functions/<name>/src/tools/mod.rs` the block lists lines to add: `mod`
 lines go beside the other `mod` lines, and a line whose comment says
-`in all()` or `in task_tools()` goes at the end of that function's list.
+`in all()`, `in task_tools()` or `in prompts()` goes at the end of that
+function's list.
 
     python3 infra/readme_snippets.py README.md DEST [OLD=NEW ...]
     python3 infra/readme_snippets.py --check-copies README.md
@@ -52,9 +53,10 @@ def blocks(readme, marker_pattern=MARKER):
 
 
 def add_to_list(text, function, line):
-    """`line` at the end of the list `fn function()` builds (before `tools\n}`)."""
+    """`line` at the end of the list `fn function()` builds (before the
+    list's name, returned on the function's last line)."""
     start = text.index(f"fn {function}()")
-    end = text.index("\n    tools\n}", start)
+    end = re.compile(r"\n    \w+\n}").search(text, start).start()
     return text[:end] + "\n" + line + text[end:]
 
 
@@ -76,6 +78,8 @@ def register(mod_rs, block):
             text = add_to_list(text, "all", line)
         elif "in task_tools()" in raw:
             text = add_to_list(text, "task_tools", line)
+        elif "in prompts()" in raw:
+            text = add_to_list(text, "prompts", line)
         else:
             raise SystemExit(f"readme: do not know where this line goes in {mod_rs}: {raw!r}")
     mod_rs.write_text(text)

@@ -18,8 +18,9 @@ use crate::{
         tolerance::{self, AnswerAsJson, Tolerated, VERSION_HEADER, VersionHeaders},
     },
     protocol::{
-        self, SUPPORTED_VERSIONS,
+        SUPPORTED_VERSIONS,
         context::{CallContext, EntryFacts, Principal},
+        methods,
     },
     subscriptions::{ListenNotServed, TaskIdsFilter},
 };
@@ -125,7 +126,9 @@ impl Admission<'_> {
             return Ok(Admitted::Other(request, id));
         };
         log.method = Some(method.to_owned());
-        log.target = object.get("params").and_then(|p| p.get("name").or_else(|| p.get("uri"))).and_then(Value::as_str).map(str::to_owned);
+        let row = methods::method(method);
+        let name_key = row.and_then(|row| row.name_key);
+        log.target = name_key.and_then(|key| object.get("params")?.get(key)?.as_str()).map(str::to_owned);
         if id.is_none() {
             // Notifications carry no `_meta` requirement; rmcp answers 202.
             return Ok(Admitted::Other(request, None));
@@ -156,7 +159,7 @@ impl Admission<'_> {
         if check_version_header(request.headers_mut(), &ctx).map_err(|e| (e, id.clone()))? {
             log.forgiven.add(Tolerated::VersionMismatch, ctx.client_info.as_ref().and_then(|i| i.get("name")).and_then(Value::as_str));
         }
-        if let Some(reason) = protocol::params_misfit(method, object.get("params")) {
+        if let Some(reason) = row.and_then(|row| row.params_misfit(object.get("params"))) {
             return Err((EdgeError::Params(reason), id));
         }
         if method == "subscriptions/listen" {

@@ -32,7 +32,7 @@ use crate::{
         back_channel::{self, Conversation, Template},
         bearer::BearerVerifier,
         error::{EdgeError, code},
-        legacy::{self, Legacy, LegacyInfo, MAY_ASK, Step},
+        legacy::{self, Legacy, LegacyInfo, Step},
         policy::{EdgePolicy, MCP_PATH},
         protected_resource::ResourceMetadata,
         request_log::RequestLog,
@@ -43,7 +43,10 @@ use crate::{
     },
     handles::memory::InMemoryHandleStore,
     metrics,
-    protocol::context::{CallContext, EntryFacts, Era},
+    protocol::{
+        context::{CallContext, EntryFacts, Era},
+        methods,
+    },
     sealed::request_state::{EnvelopeSealer, InProcessKey},
     sessions::LegacySessions,
     subscriptions::TaskIdsFilter,
@@ -287,7 +290,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                         Ok((request, ctx, id)) => {
                             // Only a stream can carry the server's own
                             // requests, and only a session its answers.
-                            let may_ask = stream && log.method.as_deref().is_some_and(|m| MAY_ASK.contains(&m));
+                            let may_ask = stream && log.method.as_deref().and_then(methods::method).is_some_and(|row| row.may_ask);
                             match session.filter(|_| may_ask) {
                                 Some(session) => self.converse(self.conversation(request, ctx, id, session, log), log).await,
                                 None => self.dispatch(request, Some(ctx), id, log, stream).await,

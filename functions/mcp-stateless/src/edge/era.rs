@@ -15,7 +15,11 @@ use serde_json::{Map, Value};
 
 use crate::{
     edge::{error::EdgeError, legacy::SESSION_HEADER},
-    protocol::{LEGACY_DEFAULT_VERSION, LEGACY_VERSIONS, SUPPORTED_VERSIONS, context::META_PROTOCOL_VERSION},
+    protocol::{
+        LEGACY_DEFAULT_VERSION, LEGACY_VERSIONS, SUPPORTED_VERSIONS,
+        context::META_PROTOCOL_VERSION,
+        methods::{self, Eras},
+    },
 };
 
 /// The era a request is served in.
@@ -28,15 +32,13 @@ pub(super) enum Claimed {
     Legacy(&'static str),
 }
 
-/// Methods only 2026-07-28 has: whatever they carry, their own checks
-/// answer them.
-const MODERN_ONLY_METHODS: &[&str] = &["server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"];
-
 /// The era of a request with `method` and `message`'s params, or the
 /// refusal of a version header this server does not speak at all.
 pub(super) fn of(method: &str, message: &Map<String, Value>, headers: &HeaderMap) -> Result<Claimed, EdgeError> {
     let claims_version = message.get("params").and_then(|p| p.get("_meta")).and_then(|m| m.get(META_PROTOCOL_VERSION)).is_some();
-    if claims_version || MODERN_ONLY_METHODS.contains(&method) {
+    // Methods only 2026-07-28 has: whatever they carry, their own checks
+    // answer them.
+    if claims_version || methods::method(method).is_some_and(|row| row.eras == Eras::Modern) {
         return Ok(Claimed::Modern);
     }
     if method == "initialize" {

@@ -31,6 +31,7 @@ use crate::{
         LEGACY_VERSIONS, SUPPORTED_VERSIONS,
         capability_guard::missing_capabilities,
         context::{Era, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, Principal},
+        methods::{self, Eras, ServedBy},
     },
     sessions::{
         LegacySessions, Session, SessionError, SessionState,
@@ -47,25 +48,11 @@ const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 const LOG_LEVELS: &[&str] = &["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 /// Result fields 2026-07-28 added, which no 2025-era schema has.
 const MODERN_ONLY_RESULT_FIELDS: &[&str] = &["resultType", "ttlMs", "cacheScope"];
-/// The requests the handler serves for both eras.
-const SERVED_BY_THE_HANDLER: &[&str] = &[
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "completion/complete",
-];
 /// Whether `message`, which names no method, is a client's answer to one
 /// of the server's own requests (its id has their shape).
 pub(super) fn is_answer(message: &Map<String, Value>) -> bool {
     message.get("id").and_then(Value::as_str).is_some_and(|id| ASK_IDS.is_well_formed(id))
 }
-
-/// The requests whose tools may ask the client mid-call.
-pub(super) const MAY_ASK: &[&str] = &["tools/call", "prompts/get", "resources/read"];
 
 /// JSON-RPC code of an unknown or ended session, as the official SDKs
 /// answer it.
@@ -196,7 +183,8 @@ impl Legacy<'_> {
                     None => Ok(()),
                 }
             }
-            served if SERVED_BY_THE_HANDLER.contains(&served) => {
+            // What the handler serves for both eras.
+            served if methods::method(served).is_some_and(|row| row.served_by == ServedBy::Handler && row.eras == Eras::Both) => {
                 let headers = standard_headers(&method, &params, self.tool_schema);
                 message.insert("params".into(), with_modern_meta(params, opened.as_ref()));
                 let session = opened.map(|(session, _)| session);
@@ -494,11 +482,7 @@ fn standard_headers(
 ) -> Vec<(HeaderName, HeaderValue)> {
     let encoded = header_value;
     let mut headers = vec![(HeaderName::from_static("mcp-method"), HeaderValue::from_str(method).unwrap_or(HeaderValue::from_static("")))];
-    let name_key = match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
-    };
+    let name_key = methods::method(method).and_then(|row| row.name_key);
     let name = name_key.and_then(|key| params.get(key)).and_then(Value::as_str);
     if let Some(value) = name.and_then(encoded) {
         headers.push((HeaderName::from_static("mcp-name"), value));

@@ -20,6 +20,7 @@ use crate::{
     deployment::Mode,
     edge::tolerance::Forgiven,
     metrics::{Counter, Counts},
+    protocol::methods,
 };
 
 #[derive(Debug, Default)]
@@ -38,23 +39,6 @@ pub(crate) struct RequestLog {
 /// Names and methods come from the caller: a 900 KB tool name must not
 /// become a 900 KB log line (CloudWatch bills ingestion by the byte).
 pub const MAX_LOGGED_CHARS: usize = 128;
-
-/// Methods that become a `Method` dimension; any other is `other`.
-const KNOWN_METHODS: &[&str] = &[
-    "server/discover",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "completion/complete",
-    "tasks/get",
-    "tasks/update",
-    "tasks/cancel",
-    "ping",
-];
 
 /// `value`, cut to [`MAX_LOGGED_CHARS`] characters with a marker saying so.
 pub fn capped(value: &str) -> String {
@@ -111,7 +95,9 @@ impl RequestLog {
 
     fn method_dimension(&self) -> &str {
         match self.method.as_deref() {
-            Some(method) if KNOWN_METHODS.contains(&method) => method,
+            // Every method the server knows (protocol::methods) is its own
+            // dimension; any other is `other`.
+            Some(method) if methods::method(method).is_some() => method,
             Some(method) if method.starts_with("notifications/") => "notification",
             Some(_) => "other",
             None => "-",
@@ -233,6 +219,11 @@ mod tests {
         assert_eq!(record["name"], "no-such-tool", "still in the log line");
         let invented = logged("made/up", "x", json!({"error": {"code": -32601}}));
         assert_eq!(invented.emf_record(StatusCode::OK, Duration::ZERO, &counts, 0)["Method"], "other");
+        // Every method the server serves is counted as itself, both eras'.
+        for served in ["subscriptions/listen", "initialize", "logging/setLevel", "tasks/update"] {
+            let record = logged(served, "-", json!({"result": {}})).emf_record(StatusCode::OK, Duration::ZERO, &counts, 0);
+            assert_eq!(record["Method"], served);
+        }
     }
 
     #[test]
