@@ -2,8 +2,8 @@
 
 use rmcp::{
     ErrorData,
-    handler::server::wrapper::Parameters,
     handler::server::router::prompt::PromptRouter,
+    handler::server::wrapper::Parameters,
     model::{GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult, PromptMessage, Role},
     prompt, prompt_router,
 };

@@ -9,7 +9,10 @@
 use std::{collections::HashMap, time::Duration};
 
 use aws_sdk_sqs::{Client, types::MessageSystemAttributeName};
-use mcp_stateless::tasks::{Disposition, TaskWorker, queue::TaskMessage, timings::retry_delay};
+use mcp_stateless::{
+    deadline::Deadline,
+    tasks::{Disposition, TaskWorker, queue::TaskMessage, timings::retry_delay},
+};
 use serde::{Deserialize, Serialize};
 
 use crate::CallLimits;
@@ -74,13 +77,7 @@ pub enum Source {
 /// One message, whatever delivered it, to be done by `deadline` if there
 /// is one. An unreadable body is dropped: retrying it cannot help, and it
 /// names no task to fail.
-pub async fn handle_message(
-    worker: &TaskWorker,
-    source: Source,
-    body: &str,
-    receives: u32,
-    deadline: Option<tokio::time::Instant>,
-) -> Disposition {
+pub async fn handle_message(worker: &TaskWorker, source: Source, body: &str, receives: u32, deadline: Option<Deadline>) -> Disposition {
     let Ok(message) = serde_json::from_str::<TaskMessage>(body) else {
         tracing::error!(bytes = body.len(), "unreadable task message dropped");
         return Disposition::Done;
@@ -131,7 +128,7 @@ pub async fn handle_sqs_event(
     event: SqsEvent,
     dead_letter_arn: Option<&str>,
     retries: Option<&Retries>,
-    deadline: Option<tokio::time::Instant>,
+    deadline: Option<Deadline>,
 ) -> SqsBatchResponse {
     let mut response = SqsBatchResponse::default();
     for record in event.records {
@@ -153,10 +150,7 @@ pub(crate) async fn serve_lambda(worker: TaskWorker, dead_letter_arn: Option<Str
     let retries = &retries;
     lambda_http::lambda_runtime::run(lambda_http::service_fn(|event: lambda_http::LambdaEvent<SqsEvent>| {
         let worker = worker.clone();
-        // The invocation's deadline, as epoch milliseconds, made an Instant.
-        let left = Duration::from_millis(event.context.deadline)
-            .saturating_sub(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default());
-        let deadline = Some(tokio::time::Instant::now() + left);
+        let deadline = Deadline::from_epoch_ms(event.context.deadline);
         async move {
             Ok::<_, std::convert::Infallible>(handle_sqs_event(&worker, event.payload, dead_letter_arn, Some(retries), deadline).await)
         }

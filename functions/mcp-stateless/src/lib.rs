@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod clock;
+pub mod deadline;
 pub mod deployment;
 pub mod edge;
 pub mod handles;

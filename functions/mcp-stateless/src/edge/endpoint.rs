@@ -24,6 +24,7 @@ use rmcp::{
 };
 use serde_json::Value;
 
+use crate::deadline::Deadline;
 use crate::{
     clock::SystemClock,
     deployment::Transport,
@@ -206,7 +207,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                 parts.headers.remove(header::CONTENT_LENGTH);
                 finish.log = Some(Finished { log, mode: self.policy.mode, status: parts.status, started, counts });
                 let id = finish.request_id.clone();
-                let deadline = deadline.map(|at| (at.checked_sub(STREAM_MARGIN).unwrap_or(at), id));
+                let deadline = deadline.map(|at| (at.cut(STREAM_MARGIN), id));
                 http::Response::from_parts(parts, stream::rewritten(body, finish, deadline, guard))
             }
         }
@@ -351,10 +352,10 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     /// A legacy call's first round: answered whole when it asks nothing
     /// and starts no task (most calls), else held as a conversation.
     async fn converse(&self, mut conversation: Box<Conversation>, log: &mut RequestLog) -> Reply {
-        let cut = conversation.template.facts.deadline.and_then(|at| at.checked_sub(STREAM_MARGIN));
+        let cut = conversation.template.facts.deadline.map(|at| at.cut(STREAM_MARGIN));
         let first = conversation.first_round();
         let first = match cut {
-            Some(cut) => match tokio::time::timeout_at(cut.into(), first).await {
+            Some(cut) => match tokio::time::timeout_at(cut, first).await {
                 Ok(first) => first,
                 Err(_) => return Reply::Whole(out_of_time(conversation.request_id.clone(), log)),
             },
@@ -384,8 +385,8 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         // response future is dropped, which cancels it) and the client gets
         // an error rather than the gateway's 502 or 504.
         let handled = self.rmcp.handle(http::Request::from_parts(parts, Full::new(body)));
-        let response = match deadline.and_then(|at| at.checked_sub(STREAM_MARGIN)) {
-            Some(cut) => match tokio::time::timeout_at(cut.into(), handled).await {
+        let response = match deadline.map(|at| at.cut(STREAM_MARGIN)) {
+            Some(cut) => match tokio::time::timeout_at(cut, handled).await {
                 Ok(response) => response,
                 Err(_) => return Reply::Whole(out_of_time(request_id.clone(), log)),
             },
@@ -507,7 +508,7 @@ enum Reply {
         parts: http::response::Parts,
         body: BoxBody<Bytes, Infallible>,
         finish: FinalRewrite,
-        deadline: Option<Instant>,
+        deadline: Option<Deadline>,
         /// A 2025-era session's notification stream goes on only while it
         /// is the session's one.
         guard: Option<stream::Guard>,

@@ -10,7 +10,6 @@ use std::{
         Arc,
         atomic::{AtomicBool, Ordering},
     },
-    time::{Duration, Instant, SystemTime},
 };
 
 use bytes::Bytes;
@@ -22,6 +21,7 @@ use lambda_http::{Body, RequestExt, request::RequestContext, service_fn};
 use rmcp::ServerHandler;
 use serde_json::Value;
 
+use crate::deadline::Deadline;
 use crate::{
     deployment::Transport,
     edge::endpoint::McpEndpoint,
@@ -111,7 +111,7 @@ fn edge_request(event: lambda_http::Request) -> http::Request<Bytes> {
         }
         _ => EntryFacts::default(),
     };
-    facts.deadline = event.lambda_context_ref().and_then(|context| deadline_of(context.deadline));
+    facts.deadline = event.lambda_context_ref().and_then(|context| Deadline::from_epoch_ms(context.deadline));
     let stage = match event.request_context_ref() {
         Some(RequestContext::ApiGatewayV1(ctx)) => ctx.stage.clone(),
         _ => None,
@@ -162,27 +162,5 @@ fn facts_from_claims(claim: Option<impl Fn(&str) -> Option<String>>, api_domain:
         principal: principal.unwrap_or(Principal::Anonymous),
         api_domain,
         deadline: None,
-    }
-}
-
-/// Lambda's deadline (epoch milliseconds) on this process's clock. One
-/// already past is no deadline: an invocation starts before its deadline,
-/// and emulators send other values (`cargo lambda watch` sends the timeout
-/// itself, 600000).
-fn deadline_of(epoch_ms: u64) -> Option<Instant> {
-    let at = SystemTime::UNIX_EPOCH + Duration::from_millis(epoch_ms);
-    at.duration_since(SystemTime::now()).ok().map(|left| Instant::now() + left)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_deadline_already_past_is_none() {
-        assert!(deadline_of(600_000).is_none(), "cargo lambda watch's relative value");
-        let in_a_minute = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap() + Duration::from_secs(60);
-        let left = deadline_of(in_a_minute.as_millis() as u64).unwrap().saturating_duration_since(Instant::now());
-        assert!(left > Duration::from_secs(50) && left <= Duration::from_secs(60), "{left:?}");
     }
 }

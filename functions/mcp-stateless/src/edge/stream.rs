@@ -8,7 +8,7 @@
 //! deadline gets a final error frame, listen streams close themselves
 //! earlier (`subscriptions`).
 
-use std::{convert::Infallible, time::Instant};
+use std::convert::Infallible;
 
 use bytes::Bytes;
 use futures::{StreamExt, stream::BoxStream};
@@ -101,14 +101,14 @@ impl<R: Rewrite> Drop for State<R> {
 pub fn rewritten<R: Rewrite>(
     inner: BoxBody<Bytes, Infallible>,
     rewrite: R,
-    deadline: Option<(Instant, Value)>,
+    deadline: Option<(tokio::time::Instant, Value)>,
     guard: Option<Guard>,
 ) -> EdgeBody {
     let state = State {
         inner,
         buffer: Vec::new(),
         rewrite,
-        deadline: deadline.map(|(at, id)| (tokio::time::Instant::from_std(at), id)),
+        deadline,
         guard: guard.map(|guard| (guard, tokio::time::Instant::now() + GUARD_INTERVAL)),
         done: false,
         answered: false,
@@ -280,7 +280,7 @@ mod tests {
         let pending = futures::stream::iter(vec![Ok::<_, Infallible>(Frame::data(Bytes::from("data: {\"method\":\"x\"}\n\n")))])
             .chain(futures::stream::pending());
         let body = BodyExt::boxed(StreamBody::new(pending));
-        let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
         let out = text(rewritten(body, Marks::default(), Some((deadline, json!(7))), None)).await;
         let last: Value = serde_json::from_str(out.trim_end().rsplit("data: ").next().unwrap()).unwrap();
         assert_eq!(last["id"], 7);

@@ -9,9 +9,10 @@ use rmcp::{
     model::ErrorData,
     service::RequestContext,
 };
-use std::time::Instant;
 
 use serde_json::{Map, Value};
+
+use crate::deadline::Deadline;
 
 /// Facts an entry point established outside the JSON body, attached to the
 /// HTTP request as an extension before it reaches the edge.
@@ -27,7 +28,7 @@ pub struct EntryFacts {
     pub unidentified: bool,
     /// When the invocation must have answered (Lambda's deadline); streams
     /// end before it.
-    pub deadline: Option<Instant>,
+    pub deadline: Option<Deadline>,
 }
 
 impl Default for EntryFacts {

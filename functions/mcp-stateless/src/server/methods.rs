@@ -101,10 +101,7 @@ macro_rules! server_methods {
             self.$registry.tasks().cancel(&$crate::CallContext::of(&context)?, &request.task_id).await
         }
 
-        fn accepted_subscription_filter(
-            &self,
-            requested: &::rmcp::model::SubscriptionFilter,
-        ) -> Option<::rmcp::model::SubscriptionFilter> {
+        fn accepted_subscription_filter(&self, requested: &::rmcp::model::SubscriptionFilter) -> Option<::rmcp::model::SubscriptionFilter> {
             self.$registry.subscriptions().accepted(requested)
         }
 

@@ -82,7 +82,7 @@ impl Subscriptions {
         }
         let mut lifetime = self.policy.lifetime;
         if let Some(deadline) = deadline {
-            lifetime = lifetime.min(deadline.saturating_duration_since(std::time::Instant::now()).saturating_sub(DEADLINE_MARGIN));
+            lifetime = lifetime.min(deadline.remaining(DEADLINE_MARGIN));
         }
         // This build's lists become the live ones at its first stream (and
         // at each later one until that succeeded): older builds' streams

@@ -17,6 +17,7 @@ use super::{
     queue::{TaskMessage, TaskQueue},
     store::{TaskStore, memory::InMemoryTaskStore},
 };
+use crate::deadline::Deadline;
 use crate::{
     clock::{Clock, ManualClock},
     protocol::context::{CallContext, Principal},
@@ -401,7 +402,7 @@ async fn a_run_that_would_overrun_the_invocation_is_stopped_and_failed() {
     let f = fixture();
     let alice = with_tasks("alice");
     let (id, message) = f.start(&alice, "wait", json!({"seconds": 60})).await;
-    let deadline = tokio::time::Instant::now() + f.tasks.policy.deadline_margin + Duration::from_millis(200);
+    let deadline = Deadline::after(f.tasks.policy.deadline_margin + Duration::from_millis(200));
     let disposition = tokio::time::timeout(Duration::from_secs(5), f.worker.process_until(&message, Some(deadline))).await;
     assert_eq!(disposition.expect("stopped before the deadline"), Disposition::Done, "not redelivered to overrun again");
     let failed = f.get(&alice, &id).await;

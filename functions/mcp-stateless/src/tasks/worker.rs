@@ -28,6 +28,7 @@ use super::{
     store::Decision,
     tool::{TaskRun, TaskStep},
 };
+use crate::deadline::Deadline;
 use crate::{
     protocol::capability_guard::missing_capabilities,
     random,
@@ -81,7 +82,7 @@ impl TaskWorker {
     /// As [`Self::process`], within a deadline (a Lambda invocation's): a
     /// run that would overrun it is stopped and its task failed, rather than
     /// killed with the sandbox and redelivered to fail the same way again.
-    pub async fn process_until(&self, message: &TaskMessage, deadline: Option<Instant>) -> Disposition {
+    pub async fn process_until(&self, message: &TaskMessage, deadline: Option<Deadline>) -> Disposition {
         let key = message.key();
         let holder = hex(&random::bytes::<8>());
         let record = match self.claim(&key, &holder).await {
@@ -156,7 +157,7 @@ impl TaskWorker {
         mut function: tokio::task::JoinHandle<Result<TaskStep, ErrorData>>,
         mut status: tokio::sync::watch::Receiver<Option<String>>,
         cancel: tokio::sync::watch::Sender<bool>,
-        deadline: Option<Instant>,
+        deadline: Option<Deadline>,
     ) -> RunEnd {
         let policy = &self.tasks.policy;
         let mut beat = tokio::time::interval(policy.heartbeat);
@@ -164,7 +165,7 @@ impl TaskWorker {
         let mut stop_by: Option<Instant> = None;
         // The deadline less the time storing the outcome takes; a heartbeat
         // still under way then is cut short too.
-        let out_of_time_at = deadline.map(|deadline| deadline.checked_sub(policy.deadline_margin).unwrap_or_else(Instant::now));
+        let out_of_time_at = deadline.map(|deadline| deadline.cut(policy.deadline_margin));
         let out_of_time = tokio::time::sleep_until(out_of_time_at.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365)));
         tokio::pin!(out_of_time);
         loop {

@@ -98,7 +98,10 @@ mod tests {
         let mut answered = params;
         answered["inputResponses"] = json!({"tone": {"action": "accept", "content": {"tone": "brief"}}});
         let round2 = get_prompt(addr, answered, json!({"elicitation": {}})).await;
-        assert_eq!(round2["result"]["messages"][0]["content"]["text"], "Draft a brief reply to this message:\n\nLunch on Friday?", "{round2}");
+        assert_eq!(
+            round2["result"]["messages"][0]["content"]["text"], "Draft a brief reply to this message:\n\nLunch on Friday?",
+            "{round2}"
+        );
     }
 
     #[tokio::test]

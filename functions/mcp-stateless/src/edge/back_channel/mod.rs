@@ -408,7 +408,7 @@ impl Conversation {
 /// deadline, or after [`LOCAL_WAIT`] where there is none.
 pub(super) fn cut(facts: &EntryFacts) -> Instant {
     match facts.deadline {
-        Some(deadline) => deadline.checked_sub(STREAM_MARGIN).unwrap_or(deadline),
+        Some(deadline) => deadline.cut(STREAM_MARGIN).into_std(),
         None => Instant::now() + LOCAL_WAIT,
     }
 }
