@@ -103,7 +103,7 @@ else
   # start_web NAME COMMAND: the Inspector's web UI on a port of its own
   # (start_inspector_web, infra/common.sh); sets web_url.
   start_web() { start_inspector_web "$dir" "$out" "$1" "$2"; }
-  # A writable catalog holding the server, as the README's sign-in steps add it.
+  # A writable catalog holding the server, as the sign-in steps in docs/auth.md add it.
   printf '{"mcpServers": {"mcp": {"type": "streamable-http", "url": "%s"}}}\n' "$url" >"$out/catalog.json"
   start_web readme "$web_command"
   readme_url="$web_url"

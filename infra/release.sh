@@ -2,7 +2,7 @@
 # Releases the machinery under one semver version: the two machinery crates
 # (functions/mcp-stateless, functions/mcp-aws) take VERSION, CHANGELOG.md's
 # "Unreleased" section becomes VERSION's, and the commit is tagged
-# `template-vVERSION`, the state a fork merges (README, "Taking upstream
+# `template-vVERSION`, the state a fork merges (docs/operations.md, "Taking upstream
 # fixes"). The tag has a prefix of its own so that it never matches a fork's
 # own `v*` tags, which start its deploy workflow.
 #
