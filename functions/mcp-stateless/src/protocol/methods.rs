@@ -47,8 +47,11 @@ pub struct Method {
     pub name_key: Option<&'static str>,
     /// Why its params do not have the shape it requires, if they do not;
     /// `None` for methods whose optional params rmcp reads leniently.
-    params: Option<fn(Option<&Value>) -> Option<String>>,
+    params: Option<ParamsCheck>,
 }
+
+/// Why params do not fit a shape, if they do not.
+type ParamsCheck = fn(Option<&Value>) -> Option<String>;
 
 impl Method {
     const fn new(name: &'static str, eras: Eras, served_by: ServedBy) -> Self {
@@ -65,7 +68,7 @@ impl Method {
         self
     }
 
-    const fn shaped(mut self, check: fn(Option<&Value>) -> Option<String>) -> Self {
+    const fn shaped(mut self, check: ParamsCheck) -> Self {
         self.params = Some(check);
         self
     }

@@ -16,7 +16,7 @@
 //!
 //! Task tools are listed in [`task_tools`] instead of `all`: the worker
 //! function runs them from the same list. Prompts are listed in
-//! [`prompts`], resources in [`resources`].
+//! `prompts`, resources in `resources`.
 //!
 //! Each example is one file and one line in each list it appears in:
 //! deleting the file and its lines leaves a server that builds and passes
