@@ -7,14 +7,14 @@
 use serde_json::{Value, json};
 
 /// splitmix64: deterministic per seed, so any failure replays exactly.
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Self(seed)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -23,15 +23,15 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 
-    pub fn chance(&mut self, one_in: usize) -> bool {
+    pub(crate) fn chance(&mut self, one_in: usize) -> bool {
         self.below(one_in) == 0
     }
 
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    pub(crate) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
 }
@@ -63,7 +63,7 @@ fn nested(depth: usize) -> Value {
 }
 
 /// A structural change somewhere in `value`.
-pub fn mutate_json(rng: &mut Rng, value: &mut Value) {
+pub(crate) fn mutate_json(rng: &mut Rng, value: &mut Value) {
     match value {
         Value::Object(map) if !map.is_empty() && !rng.chance(4) => {
             let keys: Vec<String> = map.keys().cloned().collect();
@@ -91,7 +91,7 @@ pub fn mutate_json(rng: &mut Rng, value: &mut Value) {
 }
 
 /// Byte-level damage: flips, truncation, insertion, duplication.
-pub fn mutate_bytes(rng: &mut Rng, bytes: &mut Vec<u8>) {
+pub(crate) fn mutate_bytes(rng: &mut Rng, bytes: &mut Vec<u8>) {
     for _ in 0..=rng.below(4) {
         match rng.below(5) {
             0 if !bytes.is_empty() => {
@@ -114,7 +114,7 @@ pub fn mutate_bytes(rng: &mut Rng, bytes: &mut Vec<u8>) {
 }
 
 /// Text damage that stays valid UTF-8 (for tokens and handles).
-pub fn mutate_text(rng: &mut Rng, text: &str) -> String {
+pub(crate) fn mutate_text(rng: &mut Rng, text: &str) -> String {
     let mut chars: Vec<char> = text.chars().collect();
     for _ in 0..=rng.below(3) {
         match rng.below(5) {

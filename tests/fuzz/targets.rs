@@ -19,11 +19,11 @@ use serde_json::{Value, json};
 use crate::mutate::{Rng, mutate_bytes, mutate_json, mutate_text};
 
 /// What a target found wrong with one input's outcome.
-pub type Verdict = Result<(), String>;
+pub(crate) type Verdict = Result<(), String>;
 
 /// Arbitrary bodies and headers into the request handler, as the Lambda
 /// adapter and the local server hand them over.
-pub struct Edge {
+pub(crate) struct Edge {
     endpoint: McpEndpoint<everything::EverythingServer>,
     seeds: Vec<Value>,
     /// How far inputs got: HTTP refusals, JSON-RPC errors by code, results.
@@ -31,7 +31,7 @@ pub struct Edge {
 }
 
 impl Edge {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let endpoint = McpEndpoint::new(everything::EverythingServer::new(Dependencies::in_process()), EdgePolicy::new(Mode::Local));
         let call = |name: &str, arguments: Value| json!({"name": name, "arguments": arguments});
         let seeds = [
@@ -60,7 +60,7 @@ impl Edge {
 
     /// "HTTP 400: 12%, -32602: 40%, result: 30%, ...": evidence that inputs
     /// reach the handlers, not only the parser.
-    pub fn outcomes(&self) -> String {
+    pub(crate) fn outcomes(&self) -> String {
         let outcomes = self.outcomes.borrow();
         let total: u64 = outcomes.values().sum();
         let share = |count: &u64| 100.0 * *count as f64 / total.max(1) as f64;
@@ -77,7 +77,7 @@ impl Edge {
         *self.outcomes.borrow_mut().entry(outcome).or_default() += 1;
     }
 
-    pub async fn run(&self, rng: &mut Rng) -> Verdict {
+    pub(crate) async fn run(&self, rng: &mut Rng) -> Verdict {
         let mut body = rng.pick(&self.seeds).clone();
         let mut headers = e2e::standard_headers(&body);
         headers.push(("host".into(), "127.0.0.1:3000".into()));
@@ -138,7 +138,7 @@ fn check_answer(status: u16, headers: &http::HeaderMap, body: &[u8]) -> Verdict 
 }
 
 /// Damaged `requestState` tokens into the opener: none may open.
-pub struct Token {
+pub(crate) struct Token {
     states: RequestStates,
     ctx: CallContext,
     arguments: Value,
@@ -146,7 +146,7 @@ pub struct Token {
 }
 
 impl Token {
-    pub async fn new() -> Self {
+    pub(crate) async fn new() -> Self {
         let sealer = EnvelopeSealer::new(InProcessKey::generate());
         let states = RequestStates::new(Arc::new(sealer), Arc::new(InMemoryLedger::default()), Arc::new(SystemClock), "fuzz");
         let ctx = e2e::caller("alice");
@@ -155,7 +155,7 @@ impl Token {
         Self { states, ctx, arguments, sealed }
     }
 
-    pub async fn run(&self, rng: &mut Rng) -> Verdict {
+    pub(crate) async fn run(&self, rng: &mut Rng) -> Verdict {
         let token = if rng.chance(20) { mutate_text(rng, "") } else { mutate_text(rng, &self.sealed) };
         if token == self.sealed {
             return Ok(());
@@ -171,21 +171,21 @@ impl Token {
 
 /// Strings near a real handle into the parser and the store: one spelling
 /// per handle, and nothing that was never minted is found.
-pub struct Handle {
+pub(crate) struct Handle {
     handles: Handles,
     ctx: CallContext,
     minted: String,
 }
 
 impl Handle {
-    pub async fn new() -> Self {
+    pub(crate) async fn new() -> Self {
         let handles = Handles::new(Arc::new(InMemoryHandleStore::default()), Arc::new(SystemClock));
         let ctx = e2e::caller("alice");
         let minted = handles.create(&ctx, &LIST, json!({"entries": []})).await.expect("created");
         Self { handles, ctx, minted }
     }
 
-    pub async fn run(&self, rng: &mut Rng) -> Verdict {
+    pub(crate) async fn run(&self, rng: &mut Rng) -> Verdict {
         let near = if rng.chance(4) { "lst_" } else { &self.minted };
         let candidate = mutate_text(rng, near);
         if LIST.is_well_formed(&candidate) {

@@ -18,7 +18,7 @@ use crate::{
 };
 
 #[derive(Deserialize, JsonSchema)]
-pub struct TwoArguments {
+pub(crate) struct TwoArguments {
     /// First argument
     arg1: String,
     /// Second argument
@@ -26,7 +26,7 @@ pub struct TwoArguments {
 }
 
 #[derive(Deserialize, JsonSchema)]
-pub struct ResourceArgument {
+pub(crate) struct ResourceArgument {
     /// URI of the resource to embed
     #[serde(rename = "resourceUri")]
     resource_uri: String,

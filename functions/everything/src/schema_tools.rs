@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::EverythingServer;
 
 #[derive(Deserialize, JsonSchema)]
-pub struct RegionArgument {
+pub(crate) struct RegionArgument {
     /// Region to act in; also sent as the `Mcp-Param-Region` header.
     #[schemars(extend("x-mcp-header" = "Region"))]
     #[serde(default = "no_region")]

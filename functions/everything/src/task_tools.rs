@@ -23,13 +23,13 @@ use crate::{
 };
 
 #[derive(Deserialize, JsonSchema)]
-pub struct Greet {
+pub(crate) struct Greet {
     /// Who to greet.
     pub name: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
-pub struct SlowCompute {
+pub(crate) struct SlowCompute {
     /// How long the computation takes.
     pub seconds: f64,
     /// A label echoed in the result.
@@ -38,16 +38,16 @@ pub struct SlowCompute {
 }
 
 #[derive(Deserialize, JsonSchema)]
-pub struct ConfirmDelete {
+pub(crate) struct ConfirmDelete {
     /// The file to delete once the user confirms.
     pub filename: String,
 }
 
 #[derive(Deserialize, JsonSchema, Default)]
-pub struct NoArguments {}
+pub(crate) struct NoArguments {}
 
 #[derive(Deserialize, JsonSchema)]
-pub struct Named {
+pub(crate) struct Named {
     pub name: String,
 }
 

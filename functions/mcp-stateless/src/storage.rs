@@ -97,7 +97,7 @@ impl<T> Default for LockedMap<T> {
 }
 
 impl<T> LockedMap<T> {
-    pub fn with<R>(&self, f: impl FnOnce(&mut std::collections::HashMap<String, T>) -> R) -> Result<R, StoreError> {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut std::collections::HashMap<String, T>) -> R) -> Result<R, StoreError> {
         let mut items = self.0.lock().map_err(|_| StoreError::Unavailable("store lock poisoned".into()))?;
         Ok(f(&mut items))
     }
@@ -115,13 +115,13 @@ pub(crate) struct Backoff {
 impl Backoff {
     /// At most `max_attempts` attempts, the first wait `first_delay` (plus
     /// jitter).
-    pub fn new(max_attempts: u32, first_delay: Duration) -> Self {
+    pub(crate) fn new(max_attempts: u32, first_delay: Duration) -> Self {
         Self { attempts_left: max_attempts.saturating_sub(1), delay: first_delay }
     }
 
     /// Waits before the next attempt, or answers false when none is left
     /// (without waiting).
-    pub async fn retry(&mut self) -> bool {
+    pub(crate) async fn retry(&mut self) -> bool {
         if self.attempts_left == 0 {
             return false;
         }

@@ -14,17 +14,17 @@ use mcp_stateless::{
 };
 use serde_json::Value;
 
-pub async fn serve() -> SocketAddr {
+pub(crate) async fn serve() -> SocketAddr {
     serve_with(Dependencies::in_process()).await
 }
 
-pub async fn serve_with(deps: Dependencies) -> SocketAddr {
+pub(crate) async fn serve_with(deps: Dependencies) -> SocketAddr {
     e2e::spawn(McpEndpoint::new(crate::Server::new(deps), EdgePolicy::new(Mode::Local))).await
 }
 
 /// The starter with a handle store that is down (every call fails, as
 /// DynamoDB does when unreachable).
-pub async fn serve_with_handle_store_down() -> SocketAddr {
+pub(crate) async fn serve_with_handle_store_down() -> SocketAddr {
     let mut deps = Dependencies::in_process();
     deps.handles = Handles::new(Arc::new(DownStore), Arc::new(SystemClock));
     serve_with(deps).await

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{Map, Number, Value};
 
-pub fn to_attribute(value: &Value) -> AttributeValue {
+pub(crate) fn to_attribute(value: &Value) -> AttributeValue {
     match value {
         Value::Null => AttributeValue::Null(true),
         Value::Bool(b) => AttributeValue::Bool(*b),
@@ -18,7 +18,7 @@ pub fn to_attribute(value: &Value) -> AttributeValue {
 }
 
 /// `None` for attribute types this crate never writes (sets, binary).
-pub fn from_attribute(attribute: &AttributeValue) -> Option<Value> {
+pub(crate) fn from_attribute(attribute: &AttributeValue) -> Option<Value> {
     Some(match attribute {
         AttributeValue::Null(_) => Value::Null,
         AttributeValue::Bool(b) => Value::Bool(*b),
@@ -30,7 +30,7 @@ pub fn from_attribute(attribute: &AttributeValue) -> Option<Value> {
     })
 }
 
-pub fn from_map(map: &HashMap<String, AttributeValue>) -> Option<Map<String, Value>> {
+pub(crate) fn from_map(map: &HashMap<String, AttributeValue>) -> Option<Map<String, Value>> {
     map.iter().map(|(k, v)| Some((k.clone(), from_attribute(v)?))).collect()
 }
 

@@ -83,7 +83,7 @@ pub(crate) enum EdgeError {
 }
 
 impl EdgeError {
-    pub fn status(&self) -> StatusCode {
+    pub(crate) fn status(&self) -> StatusCode {
         match self {
             Self::WrongPath | Self::Initialize { .. } => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -102,7 +102,7 @@ impl EdgeError {
         }
     }
 
-    pub fn code(&self) -> i32 {
+    pub(crate) fn code(&self) -> i32 {
         match self {
             Self::Parse => code::PARSE_ERROR,
             Self::Meta(_) | Self::Params(_) => code::INVALID_PARAMS,
@@ -133,7 +133,7 @@ impl EdgeError {
     }
 
     /// The HTTP response: a JSON-RPC error object echoing `id` when known.
-    pub fn into_response(self, id: Option<Value>) -> http::Response<Bytes> {
+    pub(crate) fn into_response(self, id: Option<Value>) -> http::Response<Bytes> {
         let mut error = json!({"code": self.code(), "message": self.to_string()});
         if let Some(data) = self.data() {
             error["data"] = data;

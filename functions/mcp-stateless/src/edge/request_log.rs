@@ -62,20 +62,20 @@ fn namespace() -> &'static str {
 
 impl RequestLog {
     /// Takes the outcome (result type, error code) another log recorded.
-    pub fn adopt(&mut self, outcome: RequestLog) {
+    pub(crate) fn adopt(&mut self, outcome: RequestLog) {
         self.result_type = outcome.result_type;
         if outcome.error_code.is_some() {
             self.error_code = outcome.error_code;
         }
     }
 
-    pub fn record_outcome(&mut self, message: &Value) {
+    pub(crate) fn record_outcome(&mut self, message: &Value) {
         let result_type = message.get("result").map(|result| result.get("resultType").and_then(Value::as_str).unwrap_or("complete"));
         self.record(result_type, message.pointer("/error/code").and_then(Value::as_i64));
     }
 
     /// A result's type (`complete` when it names none) or an error's code.
-    pub fn record(&mut self, result_type: Option<&str>, error_code: Option<i64>) {
+    pub(crate) fn record(&mut self, result_type: Option<&str>, error_code: Option<i64>) {
         if let Some(code) = error_code {
             self.error_code = i32::try_from(code).ok();
         }
@@ -114,7 +114,7 @@ impl RequestLog {
     }
 
     /// The EMF record: the log fields, the metric values and `_aws`.
-    pub fn emf_record(&self, status: StatusCode, latency: Duration, counts: &Counts, timestamp_ms: u64) -> Value {
+    pub(crate) fn emf_record(&self, status: StatusCode, latency: Duration, counts: &Counts, timestamp_ms: u64) -> Value {
         let mut metrics = vec![json!({"Name": "Requests", "Unit": "Count"}), json!({"Name": "Latency", "Unit": "Milliseconds"})];
         metrics.extend(Counter::ALL.iter().map(|c| json!({"Name": c.name(), "Unit": "Count"})));
         let mut record = Map::new();
@@ -148,7 +148,7 @@ impl RequestLog {
         Value::Object(record)
     }
 
-    pub fn finish(self, mode: Mode, status: StatusCode, latency: Duration, counts: &Counts) {
+    pub(crate) fn finish(self, mode: Mode, status: StatusCode, latency: Duration, counts: &Counts) {
         if !tracing::enabled!(target: "mcp.request", tracing::Level::INFO) {
             return;
         }

@@ -61,7 +61,7 @@ fn present_raw<'de, D: serde::Deserializer<'de>>(value: D) -> Result<Option<&'de
 /// field, or as it is for an error, and what it said (for the request
 /// log); `None` when the body must go the general way. `server_info` is
 /// JSON text.
-pub fn stamped(body: &Bytes, key: &str, server_info: &str) -> Option<(Bytes, RequestLog)> {
+pub(super) fn stamped(body: &Bytes, key: &str, server_info: &str) -> Option<(Bytes, RequestLog)> {
     let response: Response<'_> = serde_json::from_slice(body).ok()?;
     if response.jsonrpc != "2.0" {
         return None;

@@ -30,7 +30,7 @@ pub struct Watched<'a> {
     pub resources: Option<(&'a HandleResources, &'a Handles)>,
 }
 
-pub use super::task_ids::TaskIdsFilter;
+pub(super) use super::task_ids::TaskIdsFilter;
 
 /// Marks a `subscriptions/listen` the edge cannot hold open (its answer
 /// is whole): acknowledged and ended at once, in the one answer.

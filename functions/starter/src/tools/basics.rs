@@ -14,47 +14,47 @@ use mcp_stateless::prelude::{CallContext, Principal};
 use crate::Server;
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct TextArgument {
+struct TextArgument {
     /// The text to analyse.
-    pub text: String,
+    text: String,
 }
 
 /// Structured output: clients get it as `structuredContent`, checked
 /// against the derived `outputSchema`.
 #[derive(Debug, Serialize, JsonSchema, PartialEq)]
-pub struct TextStats {
-    pub characters: usize,
-    pub words: usize,
-    pub lines: usize,
+struct TextStats {
+    characters: usize,
+    words: usize,
+    lines: usize,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum TemperatureUnit {
+enum TemperatureUnit {
     Celsius,
     Fahrenheit,
     Kelvin,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct ConvertTemperature {
+struct ConvertTemperature {
     /// The temperature to convert.
-    pub value: f64,
-    pub from: TemperatureUnit,
-    pub to: TemperatureUnit,
+    value: f64,
+    from: TemperatureUnit,
+    to: TemperatureUnit,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct SlugArgument {
+struct SlugArgument {
     /// A title, e.g. "Hello, World!".
-    pub title: String,
+    title: String,
     /// Longest slug to return, in characters.
     // A default rather than an `Option`: schemars writes an `Option` as
     // `"type": ["integer", "null"]`, which some model providers' function
     // formats refuse; this is a plain optional integer with `"default": 60`.
     #[serde(default = "default_slug_length")]
     #[schemars(range(min = 1))]
-    pub max_length: usize,
+    max_length: usize,
 }
 
 fn default_slug_length() -> usize {
@@ -77,7 +77,7 @@ fn from_kelvin(kelvin: f64, unit: TemperatureUnit) -> f64 {
     }
 }
 
-pub fn slugify(title: &str, max_length: usize) -> String {
+pub(super) fn slugify(title: &str, max_length: usize) -> String {
     let mut slug = String::new();
     for c in title.chars().flat_map(char::to_lowercase) {
         if c.is_alphanumeric() {

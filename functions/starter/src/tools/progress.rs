@@ -31,10 +31,10 @@ use crate::Server;
 const PAGE_TIME: Duration = Duration::from_millis(300);
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct IndexPages {
+struct IndexPages {
     /// How many pages to index (1-20).
     #[schemars(range(min = 1, max = 20))]
-    pub pages: u32,
+    pages: u32,
 }
 
 #[tool_router(router = progress_tools, vis = "pub(crate)")]

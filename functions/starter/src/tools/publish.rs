@@ -14,10 +14,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct PublishArticle {
+struct PublishArticle {
     /// The article's title.
     #[schemars(length(min = 1, max = 200))]
-    pub title: String,
+    title: String,
 }
 
 /// What the first run hands to the second.

@@ -12,13 +12,13 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct BuildReport {
+struct BuildReport {
     /// What the report is about.
     #[schemars(length(min = 1, max = 200))]
-    pub topic: String,
+    topic: String,
     /// How many sections to write (1 to 20); each takes about two seconds.
     #[schemars(range(min = 1, max = 20))]
-    pub sections: u32,
+    sections: u32,
 }
 
 const SECONDS_PER_SECTION: Duration = Duration::from_secs(2);

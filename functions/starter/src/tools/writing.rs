@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::Server;
 
 #[derive(Deserialize, JsonSchema)]
-pub struct Summarize {
+struct Summarize {
     /// The text to summarize.
     text: String,
 }

@@ -52,7 +52,7 @@ use crate::{
 };
 
 /// Rounds of questions one call may ask before it is stopped.
-pub const MAX_ROUNDS: usize = 8;
+pub(super) const MAX_ROUNDS: usize = 8;
 /// How long a call may run where no deadline bounds it (the local
 /// server).
 const LOCAL_WAIT: Duration = Duration::from_secs(600);

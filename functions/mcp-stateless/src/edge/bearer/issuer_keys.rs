@@ -129,13 +129,13 @@ pub fn https_connector() -> Result<HttpsConnector<HttpConnector>, String> {
 }
 
 impl IssuerKeys {
-    pub fn new(source: KeySource, timings: KeyTimings, clock: Arc<dyn Clock>) -> Result<Self, String> {
+    pub(crate) fn new(source: KeySource, timings: KeyTimings, clock: Arc<dyn Clock>) -> Result<Self, String> {
         let client = Client::builder(TokioExecutor::new()).build(https_connector()?);
         Ok(Self { source, timings, clock, client, cache: RwLock::default(), flight: Arc::default() })
     }
 
     /// The key that verifies a token signed with `alg` under `kid`.
-    pub async fn key(self: &Arc<Self>, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, KeyError> {
+    pub(crate) async fn key(self: &Arc<Self>, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, KeyError> {
         let current = self.usable_set();
         match current.as_ref().map(|set| (set.lookup(kid, alg), set.fetched_at)) {
             Some((Lookup::Usable(key), fetched_at)) => {

@@ -11,7 +11,7 @@ use jsonwebtoken::{
 };
 
 /// The outcome of looking a token's key up in a set.
-pub enum Lookup {
+pub(super) enum Lookup {
     Usable(DecodingKey),
     /// The key is published, but not for this algorithm or use.
     Unusable,
@@ -20,7 +20,7 @@ pub enum Lookup {
 }
 
 /// One fetched set: the keys that parsed, and when.
-pub struct KeySet {
+pub(super) struct KeySet {
     pub keys: Vec<(Jwk, DecodingKey)>,
     pub fetched_at: u64,
 }
@@ -28,7 +28,7 @@ pub struct KeySet {
 impl KeySet {
     /// A `kid` may name several keys (RFC 7517, 4.5: a signing and an
     /// encryption key, say): the one that verifies `alg` is taken.
-    pub fn lookup(&self, kid: Option<&str>, alg: Algorithm) -> Lookup {
+    pub(super) fn lookup(&self, kid: Option<&str>, alg: Algorithm) -> Lookup {
         let mut named = self.keys.iter().filter(|(jwk, _)| kid.is_none() || jwk.common.key_id.as_deref() == kid).peekable();
         if named.peek().is_none() {
             return Lookup::Absent;
