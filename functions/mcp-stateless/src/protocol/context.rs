@@ -91,7 +91,27 @@ pub enum Era {
     },
 }
 
-/// Everything a handler may know about the request besides its params.
+/// Everything a handler may know about the request besides its params. A
+/// tool takes it as an argument beside its typed arguments
+/// (`async fn greet(&self, ctx: CallContext, ...)`):
+///
+/// ```
+/// use mcp_stateless::prelude::{CallContext, Principal};
+///
+/// fn greeting(ctx: &CallContext) -> String {
+///     let who = match &ctx.principal {
+///         Principal::Verified { subject, .. } => subject.as_str(),
+///         Principal::Anonymous => "stranger",
+///     };
+///     // Ask only a client that said it can answer a form.
+///     let asks = if ctx.declares("elicitation", Some("form")) { " What shall I call you?" } else { "" };
+///     format!("Hello, {who}.{asks}")
+/// }
+///
+/// let alice = Principal::Verified { issuer: "https://issuer.example".into(), subject: "alice".into() };
+/// let ctx = CallContext::with_capabilities(alice, serde_json::json!({"elicitation": {"form": {}}}));
+/// assert_eq!(greeting(&ctx), "Hello, alice. What shall I call you?");
+/// ```
 #[derive(Debug, Clone)]
 pub struct CallContext {
     /// The protocol version the request's `_meta` names (the edge admits

@@ -19,7 +19,33 @@ use rmcp::{
 use serde_json::Value;
 
 /// Progress and log messages for the request a tool serves, each sent only
-/// if the caller asked for it (see the module's header).
+/// if the caller asked for it (see the module's header). A tool takes it as
+/// an argument:
+///
+/// ```
+/// use mcp_stateless::prelude::Reporter;
+/// use rmcp::{
+///     model::{CallToolResult, ContentBlock, LoggingLevel},
+///     tool, tool_router,
+/// };
+///
+/// #[derive(Clone)]
+/// struct Server;
+///
+/// #[tool_router(router = indexing)]
+/// impl Server {
+///     #[tool(description = "Indexes ten pages, saying how far it got")]
+///     async fn index(&self, mut reporter: Reporter) -> CallToolResult {
+///         for page in 1..=10 {
+///             reporter.progress(f64::from(page), Some(10.0), format!("page {page}")).await;
+///         }
+///         reporter.log(LoggingLevel::Info, serde_json::json!("indexed 10 pages")).await;
+///         CallToolResult::success(vec![ContentBlock::text("done")])
+///     }
+/// }
+///
+/// assert_eq!(Server::indexing().list_all()[0].name, "index");
+/// ```
 #[derive(Clone)]
 pub struct Reporter {
     peer: Peer<RoleServer>,

@@ -52,6 +52,38 @@ struct FixedResources {
 }
 
 /// What a server serves, and what it says about itself because of it.
+///
+/// ```
+/// use mcp_stateless::prelude::{Dependencies, Registry};
+/// use rmcp::{
+///     ServerHandler,
+///     model::{CallToolResult, ContentBlock},
+///     tool, tool_router,
+/// };
+///
+/// #[derive(Clone)]
+/// struct Server {
+///     registry: Registry<Self>,
+/// }
+///
+/// #[tool_router(router = hello_tools)]
+/// impl Server {
+///     #[tool(description = "Says hello")]
+///     async fn hello(&self) -> CallToolResult {
+///         CallToolResult::success(vec![ContentBlock::text("hello")])
+///     }
+/// }
+///
+/// impl ServerHandler for Server {
+///     mcp_stateless::server_methods!(registry);
+/// }
+///
+/// // In process here; the deployment's DynamoDB, KMS and SQS in Lambda.
+/// let deps = Dependencies::in_process();
+/// let server = Server { registry: Registry::builder(&deps).tools(Server::hello_tools()).build() };
+/// assert!(server.get_info().capabilities.tools.is_some());
+/// assert!(server.get_info().capabilities.prompts.is_none(), "no prompt registered");
+/// ```
 /// Cheap to clone (rmcp clones the server for every request).
 #[derive(Clone)]
 pub struct Registry<S> {

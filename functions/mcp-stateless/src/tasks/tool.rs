@@ -144,6 +144,33 @@ impl TaskRun {
 type TaskFn = Arc<dyn Fn(Value, TaskRun) -> BoxFuture<'static, Result<TaskStep, ErrorData>> + Send + Sync>;
 
 /// One task tool: its definition for `tools/list` and its function.
+///
+/// ```
+/// use mcp_stateless::prelude::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools};
+/// use rmcp::ErrorData;
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Count {
+///     /// Where to stop.
+///     to: u32,
+/// }
+///
+/// // Runs in the worker function, not in the request that started it.
+/// async fn count(args: Count, run: TaskRun) -> Result<TaskStep, ErrorData> {
+///     for n in 1..=args.to {
+///         if run.is_cancelled() {
+///             return Ok(TaskStep::text("Cancelled."));
+///         }
+///         run.set_status(format!("{n} of {}", args.to));
+///     }
+///     Ok(TaskStep::text(format!("Counted to {}.", args.to)))
+/// }
+///
+/// let tools = TaskTools::new().with(TaskTool::new("count", "Counts; runs as a task", TaskSupport::Optional, count));
+/// assert_eq!(tools.iter().map(TaskTool::name).collect::<Vec<_>>(), ["count"]);
+/// ```
 #[derive(Clone)]
 pub struct TaskTool {
     pub(crate) tool: Tool,
