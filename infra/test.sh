@@ -11,7 +11,9 @@
 # headless Chromium) against the local server, signs real clients in through
 # the stack's own authorization server (infra/oauth-clients.sh), and runs the official MCP
 # conformance suite (core and tasks scenarios) against the everything function
-# in three set-ups (infra/conformance-setups.sh); last, `cargo test
+# in three set-ups (infra/conformance-setups.sh); builds and tests
+# mcp-stateless and the starter without the 2025 era (`--no-default-features`);
+# last, `cargo test
 # --workspace` again with nothing set up, as a new user types it. Stops what
 # it started.
 source "$(dirname "$0")/common.sh"
@@ -43,6 +45,17 @@ say "cargo test (unit, HTTP, Lambda events, emulator-backed)"
   cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/cargo-test.log"
 )
 cargo_passed="$(awk '/^test result:/ {n += $4} END {print n + 0}' "$STATE_DIR/cargo-test.log")"
+
+say "without the 2025 era: mcp-stateless and the starter built and tested without their legacy feature"
+(
+  emulator_env
+  cargo test --locked -p mcp-stateless -p starter --no-default-features 2>&1 | tee "$STATE_DIR/cargo-test-modern-only.log"
+)
+if grep -E '^warning' "$STATE_DIR/cargo-test-modern-only.log"; then
+  echo "the build without the legacy feature has warnings (above; log: $STATE_DIR/cargo-test-modern-only.log)" >&2
+  exit 1
+fi
+modern_only_passed="$(awk '/^test result:/ {n += $4} END {print n + 0}' "$STATE_DIR/cargo-test-modern-only.log")"
 
 say "fuzz smoke: 3,000 inputs per target, fresh seed (infra/fuzz.sh runs 10^6)"
 cargo run --locked -q -p e2e --bin fuzz -- all 3000 | tee "$STATE_DIR/fuzz-smoke.txt"
@@ -137,5 +150,5 @@ else
   say "skipped: an emulator was running before the test command, and it stays as it was"
 fi
 
-say "cargo tests: $cargo_passed passed; template and script tests: $pytest_passed passed; fork tests: $fork_passed passed; upgrade checks: $upgrade_passed passed; smoke checks: $smoke_passed passed; curl examples: $curl_passed passed; Inspector checks: $inspector_passed passed; sign-in checks: $oauth_passed passed; conformance checks: $conformance_passed passed"
-echo "summary: $((cargo_passed + pytest_passed + fork_passed + upgrade_passed + smoke_passed + curl_passed + inspector_passed + oauth_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"
+say "cargo tests: $cargo_passed passed; without the 2025 era: $modern_only_passed passed; template and script tests: $pytest_passed passed; fork tests: $fork_passed passed; upgrade checks: $upgrade_passed passed; smoke checks: $smoke_passed passed; curl examples: $curl_passed passed; Inspector checks: $inspector_passed passed; sign-in checks: $oauth_passed passed; conformance checks: $conformance_passed passed"
+echo "summary: $((cargo_passed + modern_only_passed + pytest_passed + fork_passed + upgrade_passed + smoke_passed + curl_passed + inspector_passed + oauth_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"

@@ -11,9 +11,8 @@ use mcp_stateless::{Dependencies, EdgePolicy, McpEndpoint, Mode, clock::ManualCl
 use serde_json::json;
 
 async fn serve(deps: Dependencies, transport: Transport) -> std::net::SocketAddr {
-    let sessions = deps.sessions.clone();
     let policy = EdgePolicy { transport, ..EdgePolicy::new(Mode::Local) };
-    spawn(McpEndpoint::new(everything::EverythingServer::new(deps), policy).with_sessions(sessions)).await
+    spawn(McpEndpoint::new(everything::EverythingServer::new(deps.clone()), policy).with_dependencies(&deps)).await
 }
 
 fn error_code(reply: &e2e::Reply) -> Option<i64> {

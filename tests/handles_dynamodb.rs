@@ -212,13 +212,12 @@ async fn dynamodb_down_is_an_internal_error_and_bad_handles_never_reach_it() {
     let store = Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), "unreachable"));
     let clock: Arc<dyn mcp_stateless::clock::Clock> = Arc::new(SystemClock);
     let sealer = Arc::new(EnvelopeSealer::new(InProcessKey::generate()));
-    let deps = Dependencies {
-        request_states: RequestStates::new(sealer.clone(), Arc::new(InMemoryLedger::default()), clock.clone(), "e2e"),
-        sessions: mcp_stateless::sessions::LegacySessions::new(sealer, store.clone(), clock.clone(), "e2e"),
-        handles: Handles::new(store, clock.clone()),
-        tasks: mcp_stateless::tasks::TaskBackend::in_process(clock.clone()),
-        subscriptions: mcp_stateless::subscriptions::Subscriptions::in_process(clock),
-    };
+    let deps = Dependencies::new(
+        RequestStates::new(sealer, Arc::new(InMemoryLedger::default()), clock.clone(), "e2e"),
+        Handles::new(store, clock.clone()),
+        mcp_stateless::tasks::TaskBackend::in_process(clock.clone()),
+        mcp_stateless::subscriptions::Subscriptions::in_process(clock),
+    );
     let addr = start_fixtures_with(deps).await;
     let created = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
     assert_eq!(created["error"]["code"], -32603, "{created}");

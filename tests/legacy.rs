@@ -13,9 +13,8 @@ use mcp_stateless::{Dependencies, EdgePolicy, McpEndpoint, Mode, clock::SystemCl
 use serde_json::{Value, json};
 
 fn everything(deps: Dependencies, transport: Transport) -> McpEndpoint<everything::EverythingServer> {
-    let sessions = deps.sessions.clone();
     let policy = EdgePolicy { transport, ..EdgePolicy::new(Mode::Local) };
-    McpEndpoint::new(everything::EverythingServer::new(deps), policy).with_sessions(sessions)
+    McpEndpoint::new(everything::EverythingServer::new(deps.clone()), policy).with_dependencies(&deps)
 }
 
 async fn local(transport: Transport) -> std::net::SocketAddr {

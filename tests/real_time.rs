@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 fn everything_with(deps: Dependencies, transport: Transport) -> McpEndpoint<everything::EverythingServer> {
     let policy = EdgePolicy { transport, ..EdgePolicy::new(Mode::Local) };
-    McpEndpoint::new(everything::EverythingServer::new(deps), policy)
+    McpEndpoint::new(everything::EverythingServer::new(deps.clone()), policy).with_dependencies(&deps)
 }
 
 fn quick(enabled: bool) -> ListenPolicy {

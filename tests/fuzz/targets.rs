@@ -32,7 +32,9 @@ pub(crate) struct Edge {
 
 impl Edge {
     pub(crate) fn new() -> Self {
-        let endpoint = McpEndpoint::new(everything::EverythingServer::new(Dependencies::in_process()), EdgePolicy::new(Mode::Local));
+        let deps = Dependencies::in_process();
+        let endpoint =
+            McpEndpoint::new(everything::EverythingServer::new(deps.clone()), EdgePolicy::new(Mode::Local)).with_dependencies(&deps);
         let call = |name: &str, arguments: Value| json!({"name": name, "arguments": arguments});
         let seeds = [
             ("server/discover", json!({})),

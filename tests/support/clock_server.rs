@@ -16,8 +16,7 @@ use std::io::BufRead;
 async fn main() {
     let clock = Arc::new(ManualClock::at(SystemClock.now()));
     let deps = Dependencies::in_process_with_clock(clock.clone());
-    let sessions = deps.sessions.clone();
-    let endpoint = McpEndpoint::new(everything::EverythingServer::new(deps), EdgePolicy::new(Mode::Local)).with_sessions(sessions);
+    let endpoint = McpEndpoint::new(everything::EverythingServer::new(deps.clone()), EdgePolicy::new(Mode::Local)).with_dependencies(&deps);
     let addr = e2e::spawn(endpoint).await;
     println!("http://{addr}/mcp");
     // Read on a thread of its own: the server's tasks go on meanwhile.

@@ -194,18 +194,17 @@ pub async fn deps_with_kms_at(kms_endpoint: &str, key: &str, table: &str, audien
     let keys = mcp_aws::KmsDataKeys::new(aws_sdk_kms::Client::from_conf(kms_config), key, audience, Default::default());
     let store = Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table));
     let sealer = Arc::new(EnvelopeSealer::new(keys).with_clock(clock.clone()));
-    Dependencies {
-        request_states: RequestStates::new(sealer.clone(), store.clone(), clock.clone(), audience),
-        sessions: mcp_stateless::sessions::LegacySessions::new(sealer, store.clone(), clock.clone(), audience),
-        handles: Handles::new(store.clone(), clock.clone()),
-        tasks: mcp_stateless::tasks::TaskBackend::in_process_with_store(store.clone(), clock.clone()),
-        subscriptions: mcp_stateless::subscriptions::Subscriptions::new(
+    Dependencies::new(
+        RequestStates::new(sealer, store.clone(), clock.clone(), audience),
+        Handles::new(store.clone(), clock.clone()),
+        mcp_stateless::tasks::TaskBackend::in_process_with_store(store.clone(), clock.clone()),
+        mcp_stateless::subscriptions::Subscriptions::new(
             store.clone(),
             store,
             clock,
             mcp_stateless::subscriptions::ListenPolicy::new(true),
         ),
-    }
+    )
 }
 
 /// Every item in `table` (the tests' tables are small).
@@ -253,6 +252,6 @@ pub async fn start_task_server(settings: &AwsSettings, clock: Arc<dyn Clock>) ->
 }
 
 pub async fn start_task_server_with(deps: Dependencies) -> SocketAddr {
-    let server = everything::EverythingServer::with_task_tools(deps, crate::tasks::task_fixtures());
-    crate::spawn(McpEndpoint::new(server, EdgePolicy::new(Mode::Local))).await
+    let server = everything::EverythingServer::with_task_tools(deps.clone(), crate::tasks::task_fixtures());
+    crate::spawn(McpEndpoint::new(server, EdgePolicy::new(Mode::Local)).with_dependencies(&deps)).await
 }

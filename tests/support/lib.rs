@@ -37,12 +37,13 @@ pub fn request(id: i64, method: &str, mut params: Value, capabilities: Value) ->
 }
 
 pub fn everything_endpoint() -> McpEndpoint<everything::EverythingServer> {
-    McpEndpoint::new(everything::EverythingServer::new(Dependencies::in_process()), EdgePolicy::new(Mode::Local))
+    let deps = Dependencies::in_process();
+    McpEndpoint::new(everything::EverythingServer::new(deps.clone()), EdgePolicy::new(Mode::Local)).with_dependencies(&deps)
 }
 
 /// The machinery's fixture tools (see [`fixture_server`]) behind `mode`'s edge.
 pub fn fixture_endpoint(deps: Dependencies, mode: Mode) -> McpEndpoint<fixture_server::FixtureServer> {
-    McpEndpoint::new(fixture_server::FixtureServer::new(deps), EdgePolicy::new(mode))
+    McpEndpoint::new(fixture_server::FixtureServer::new(deps.clone()), EdgePolicy::new(mode)).with_dependencies(&deps)
 }
 
 pub async fn spawn<S: rmcp::ServerHandler + Clone>(endpoint: McpEndpoint<S>) -> SocketAddr {

@@ -29,7 +29,6 @@ use mcp_stateless::{
     quota::{CreationQuota, InMemoryQuota},
     sealed::redemption::{InMemoryLedger, RedemptionLedger},
     sealed::request_state::{DEFAULT_MAX_TOKEN_BYTES, EnvelopeSealer, InProcessKey, RequestStateSealer},
-    sessions::LegacySessions,
     subscriptions::{ChangeFeed, InMemoryFeed, ListenPolicy, Subscriptions},
     tasks::{
         TaskBackend, TaskPolicy, TaskTools, TaskWorker,
@@ -93,15 +92,14 @@ pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>,
         }
         _ => TaskBackend::in_process_with_store(task_store, clock.clone()),
     };
-    Dependencies {
-        request_states: RequestStates::new(sealer.clone(), ledger, clock.clone(), audience),
-        sessions: LegacySessions::new(sealer, store.clone(), clock.clone(), audience),
-        handles: Handles::new(store, clock.clone()).with_quota(quota.clone()),
-        tasks: tasks.with_quota(quota.clone()),
+    Dependencies::new(
+        RequestStates::new(sealer, ledger, clock.clone(), audience),
+        Handles::new(store, clock.clone()).with_quota(quota.clone()),
+        tasks.with_quota(quota.clone()),
         // Served where answers stream; the start applies the settings
         // (`Settings::configure`).
-        subscriptions: Subscriptions::new(feed, quota, clock, ListenPolicy::new(true)),
-    }
+        Subscriptions::new(feed, quota, clock, ListenPolicy::new(true)),
+    )
 }
 
 /// A function's `main`: [`run`] on the runtime its mode wants (see

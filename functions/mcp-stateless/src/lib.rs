@@ -50,6 +50,7 @@ pub mod quota;
 pub mod random;
 pub mod sealed;
 pub mod server;
+#[cfg(feature = "legacy")]
 pub mod sessions;
 pub mod settings;
 pub mod storage;
@@ -135,9 +136,10 @@ where
 {
     edge::request_log::use_metrics_namespace(&settings.metrics_namespace);
     let deps = settings.configure(deps);
-    let sessions = deps.sessions.clone();
-    let mut endpoint =
-        McpEndpoint::new(build_handler(deps), settings.edge).with_resource_metadata(settings.resource_metadata).with_sessions(sessions);
+    let edge_deps = deps.clone();
+    let mut endpoint = McpEndpoint::new(build_handler(deps), settings.edge)
+        .with_resource_metadata(settings.resource_metadata)
+        .with_dependencies(&edge_deps);
     if let Some(bearer) = settings.bearer {
         endpoint = endpoint.with_bearer(edge::bearer::BearerVerifier::new(bearer).map_err(StartError::Config)?);
     }

@@ -19,7 +19,7 @@ pub(crate) async fn serve() -> SocketAddr {
 }
 
 pub(crate) async fn serve_with(deps: Dependencies) -> SocketAddr {
-    e2e::spawn(McpEndpoint::new(crate::Server::new(deps), EdgePolicy::new(Mode::Local))).await
+    e2e::spawn(McpEndpoint::new(crate::Server::new(deps.clone()), EdgePolicy::new(Mode::Local)).with_dependencies(&deps)).await
 }
 
 /// The starter with a handle store that is down (every call fails, as

@@ -9,9 +9,8 @@ use serde_json::Value;
 
 use crate::{
     edge::{
-        era::{self, Claimed},
         error::EdgeError,
-        legacy::{self, LegacyRequest},
+        legacy::Route,
         policy::{EdgePolicy, MCP_PATH},
         protected_resource::ResourceMetadata,
         request_log::RequestLog,
@@ -19,7 +18,7 @@ use crate::{
     },
     protocol::{
         SUPPORTED_VERSIONS,
-        context::{CallContext, EntryFacts, Principal},
+        context::{CallContext, EntryFacts},
         methods,
     },
     subscriptions::{ListenNotServed, TaskIdsFilter},
@@ -33,15 +32,8 @@ pub(super) enum Admitted {
     Other(http::Request<Bytes>, Option<Value>),
     /// Not MCP: answered at the edge (protected resource metadata).
     Answered(http::Response<Bytes>),
-    /// A 2025-era client's request: `legacy.rs` serves it.
-    Legacy(LegacyRequest),
-    /// `DELETE`: a 2025-era client ends its session.
-    EndSession(http::Request<Bytes>, Principal),
-    /// `GET` with a 2025-era session where answers stream: its
-    /// notification stream.
-    Notifications(http::Request<Bytes>, Principal),
-    /// A 2025-era client's answer to a request the server sent it.
-    Answer(http::Request<Bytes>, serde_json::Map<String, Value>, Principal),
+    /// A 2025-era client's: `legacy/` serves it.
+    Legacy(Route),
 }
 
 /// The checks, against what this edge allows and publishes.
@@ -51,6 +43,9 @@ pub(super) struct Admission<'a> {
     /// Whether the handler serves listen streams (it advertises list
     /// changes; not where `Listen=off`).
     pub listens: bool,
+    /// Whether 2025-era clients are served (`legacy/`); if not, every
+    /// request is held to 2026-07-28's rules.
+    pub legacy: bool,
 }
 
 impl Admission<'_> {
@@ -80,11 +75,11 @@ impl Admission<'_> {
         }
         // Before anything reads the version header.
         let version_headers = tolerance::version_headers(request.headers_mut());
-        if request.method() == Method::DELETE {
-            return Ok(Admitted::EndSession(request, facts.principal));
-        }
-        if request.method() == Method::GET && stream && request.headers().contains_key(legacy::SESSION_HEADER) {
-            return Ok(Admitted::Notifications(request, facts.principal));
+        if request.method() != Method::POST && self.legacy {
+            request = match Route::without_body(request, &facts.principal, stream) {
+                Ok(route) => return Ok(Admitted::Legacy(route)),
+                Err(request) => request,
+            };
         }
         if request.method() != Method::POST {
             return Err((EdgeError::MethodNotAllowed, None));
@@ -118,8 +113,12 @@ impl Admission<'_> {
                 log.forgiven.add(Tolerated::MissingAccept, client);
             }
         }
-        if object.get("method").is_none() && legacy::is_answer(&object) {
-            return Ok(Admitted::Answer(request, object, facts.principal));
+        let mut object = object;
+        if object.get("method").is_none() && self.legacy {
+            (request, object) = match Route::answer(request, object, &facts.principal) {
+                Ok(route) => return Ok(Admitted::Legacy(route)),
+                Err(back) => back,
+            };
         }
         let Some(method) = object.get("method").and_then(Value::as_str) else {
             // A JSON-RPC response or error: rmcp refuses it on a stateless server.
@@ -133,13 +132,13 @@ impl Admission<'_> {
             // Notifications carry no `_meta` requirement; rmcp answers 202.
             return Ok(Admitted::Other(request, None));
         }
-        match era::of(method, &object, request.headers()).map_err(|e| (e, id.clone()))? {
-            Claimed::Modern => {}
-            Claimed::Legacy(version) => {
-                let (id, method) = (id.unwrap_or(Value::Null), method.to_owned());
-                return Ok(Admitted::Legacy(LegacyRequest { request, message: object, id, method, version, principal: facts.principal }));
-            }
+        if self.legacy {
+            (request, object) = match Route::call(request, object, &id, &facts.principal).map_err(|e| (e, id.clone()))? {
+                Ok(route) => return Ok(Admitted::Legacy(route)),
+                Err(back) => back,
+            };
         }
+        let method = object.get("method").and_then(Value::as_str).unwrap_or_default();
         if method == "initialize" {
             // Before the `_meta` check a legacy client's handshake would fail
             // with a message that says nothing about versions.

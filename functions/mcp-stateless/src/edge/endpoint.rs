@@ -24,16 +24,14 @@ use rmcp::{
 };
 use serde_json::Value;
 
-use crate::deadline::Deadline;
 use crate::{
-    clock::SystemClock,
+    deadline::Deadline,
     deployment::Transport,
     edge::{
         admission::{Admission, Admitted, is_json},
-        back_channel::{self, Conversation, Template},
         bearer::BearerVerifier,
         error::{EdgeError, code},
-        legacy::{self, Legacy, LegacyInfo, Step},
+        legacy::{self, LegacySide},
         policy::{EdgePolicy, MCP_PATH},
         protected_resource::ResourceMetadata,
         request_log::RequestLog,
@@ -42,19 +40,11 @@ use crate::{
         stream::{self, EdgeBody, Rewrite, STREAM_MARGIN, is_event_stream},
         tolerance,
     },
-    handles::memory::InMemoryHandleStore,
     metrics,
-    protocol::{
-        context::{CallContext, EntryFacts, Era},
-        methods,
-    },
-    sealed::request_state::{EnvelopeSealer, InProcessKey},
-    sessions::LegacySessions,
+    protocol::context::{CallContext, EntryFacts, Era},
+    server::dependencies::Dependencies,
     subscriptions::TaskIdsFilter,
 };
-
-/// Looks up a tool's input schema by name.
-type ToolSchemas = dyn Fn(&str) -> Option<Arc<rmcp::model::JsonObject>> + Send + Sync;
 
 /// The edge around one server: every request an entry point receives goes
 /// through [`handle`](Self::handle) or
@@ -64,25 +54,18 @@ pub struct McpEndpoint<S: ServerHandler> {
     rmcp: StreamableHttpService<S, NeverSessionManager>,
     policy: Arc<EdgePolicy>,
     /// The handler's `Implementation`, added to every result's `_meta`.
-    server_info: Arc<Value>,
+    pub(super) server_info: Arc<Value>,
     /// The same, as JSON text, for answers stamped without being parsed.
     server_info_text: Arc<str>,
     resource_metadata: ResourceMetadata,
     /// Tokens verified here (`AuthMode=jwt` behind a REST API).
     bearer: Option<Arc<BearerVerifier>>,
-    /// 2025-era clients' sessions: the deployment's (`with_sessions`), or
-    /// sealed under a key of this process, made at the first 2025-era
-    /// request (making an AES key initialises aws-lc, which Init should
-    /// not pay for).
-    sessions: std::sync::OnceLock<LegacySessions>,
-    /// What their `initialize` answers.
-    legacy_info: LegacyInfo,
-    /// The handler's tools' input schemas, for the headers a legacy
-    /// request gets when it is served as a modern one.
-    tool_schemas: Arc<ToolSchemas>,
-    /// rmcp's service as a legacy call's conversation calls it, round by
-    /// round.
-    rounds: back_channel::Handler,
+    /// Whether the handler serves listen streams (it advertises list
+    /// changes; not where `Listen=off`).
+    listens: bool,
+    /// The 2025 era (`legacy/`), served once the endpoint is given its
+    /// sessions (`with_dependencies`).
+    pub(super) legacy: LegacySide,
 }
 
 impl<S: ServerHandler + Clone> McpEndpoint<S> {
@@ -106,15 +89,10 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             .disable_allowed_origins();
         let info = handler.get_info();
         let server_info = Arc::new(serde_json::to_value(&info.server_info).unwrap_or_default());
-        let legacy_info = LegacyInfo::new(&info);
-        let tools = handler.clone();
-        let tool_schemas: Arc<ToolSchemas> = Arc::new(move |name: &str| tools.get_tool(name).map(|tool| tool.input_schema));
-        let rmcp = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(NeverSessionManager::default()), config);
-        let service = rmcp.clone();
-        let rounds: back_channel::Handler = Arc::new(move |request| {
-            let service = service.clone();
-            Box::pin(async move { service.handle(request).await })
-        });
+        let listens = advertises_changes(&info);
+        let factory = handler.clone();
+        let rmcp = StreamableHttpService::new(move || Ok(factory.clone()), Arc::new(NeverSessionManager::default()), config);
+        let legacy = LegacySide::new(&handler, &rmcp, listens);
         let server_info_text = Arc::from(server_info.to_string());
         Self {
             rmcp,
@@ -123,32 +101,18 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             server_info_text,
             resource_metadata: ResourceMetadata::default(),
             bearer: None,
-            sessions: std::sync::OnceLock::new(),
-            legacy_info,
-            tool_schemas,
-            rounds,
+            listens,
+            legacy,
         }
     }
 
-    /// Keeps 2025-era clients' sessions in `sessions` (the deployment's
-    /// keys and table: `Dependencies::sessions`).
-    pub fn with_sessions(self, sessions: LegacySessions) -> Self {
-        let _ = self.sessions.set(sessions);
+    /// Gives the edge its share of `deps`, the ones the handler was built
+    /// from: 2025-era clients' sessions (the deployment's keys and table).
+    /// Until then, and always without the `legacy` feature, the endpoint
+    /// serves 2026-07-28 only.
+    pub fn with_dependencies(mut self, deps: &Dependencies) -> Self {
+        self.legacy = self.legacy.with_dependencies(deps);
         self
-    }
-
-    /// Until `with_sessions` gives the deployment's: sealed under a key of
-    /// this process, as `Dependencies::in_process` does (a session then
-    /// opens only where it was minted).
-    fn sessions(&self) -> &LegacySessions {
-        self.sessions.get_or_init(|| {
-            LegacySessions::new(
-                Arc::new(EnvelopeSealer::new(InProcessKey::generate())),
-                Arc::new(InMemoryHandleStore::default()),
-                Arc::new(SystemClock),
-                "local",
-            )
-        })
     }
 
     /// Publishes `metadata` (none by default: auth off).
@@ -193,15 +157,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                 no_store(response.headers_mut());
                 response.map(stream::whole)
             }
-            Reply::Converse(mut conversation) => {
-                let mut response = http::Response::new(());
-                response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-                no_store(response.headers_mut());
-                conversation.counts = counts.clone();
-                conversation.finish.log = Some(Finished { log, mode: self.policy.mode, status: StatusCode::OK, started, counts });
-                let (parts, ()) = response.into_parts();
-                http::Response::from_parts(parts, conversation.into_body())
-            }
+            Reply::Converse(conversation) => legacy::conversation_response(conversation, log, self.policy.mode, started, counts),
             Reply::Stream { mut parts, body, mut finish, deadline, guard } => {
                 no_store(&mut parts.headers);
                 parts.headers.remove(header::CONTENT_LENGTH);
@@ -260,114 +216,18 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                 }
             }
         }
-        let admission = Admission { policy: &self.policy, metadata: &self.resource_metadata, listens: self.legacy_info.notifies };
+        let admission =
+            Admission { policy: &self.policy, metadata: &self.resource_metadata, listens: self.listens, legacy: self.legacy.serves() };
         match admission.admit(request, log, stream) {
             Ok(Admitted::Request(request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, stream).await,
             Ok(Admitted::Other(request, id)) => self.dispatch(request, None, id, log, stream).await,
             Ok(Admitted::Answered(response)) => Reply::Whole(response),
-            Ok(Admitted::Answer(request, message, principal)) => {
-                Reply::Whole(legacy::take_answer(self.sessions(), &request, &message, &principal).await)
-            }
-            Ok(Admitted::Notifications(request, principal)) => {
-                if !self.legacy_info.notifies {
-                    return Reply::Whole(refused(log, EdgeError::MethodNotAllowed, None));
-                }
-                match legacy::notification_stream(self.sessions(), request, &principal).await {
-                    Err(response) => Reply::Whole(response),
-                    Ok((listen, era)) => match readmit(&admission, listen, era, log, stream) {
-                        Ok((request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, stream).await,
-                        Err(refusal) => Reply::Whole(refusal),
-                    },
-                }
-            }
-            Ok(Admitted::EndSession(request, principal)) => Reply::Whole(legacy::end_session(self.sessions(), &request, &principal).await),
-            Ok(Admitted::Legacy(call)) => {
-                let legacy = Legacy { sessions: self.sessions(), info: &self.legacy_info, tool_schema: &*self.tool_schemas };
-                match legacy.step(call, log).await {
-                    Step::Answered(response) => Reply::Whole(response),
-                    // The modern request it means passes every modern
-                    // check, then is served, and answered, for its era.
-                    Step::Serve(request, era, session) => match readmit(&admission, request, era, log, stream) {
-                        Ok((request, ctx, id)) => {
-                            // Only a stream can carry the server's own
-                            // requests, and only a session its answers.
-                            let may_ask = stream && log.method.as_deref().and_then(methods::method).is_some_and(|row| row.may_ask);
-                            match session.filter(|_| may_ask) {
-                                Some(session) => self.converse(self.conversation(request, ctx, id, session, log), log).await,
-                                None => self.dispatch(request, Some(ctx), id, log, stream).await,
-                            }
-                        }
-                        Err(refusal) => Reply::Whole(refusal),
-                    },
-                }
-            }
+            Ok(Admitted::Legacy(route)) => self.serve_legacy(route, &admission, log, stream).await,
             Err((error, id)) => Reply::Whole(refused(log, error, id)),
         }
     }
 
-    /// A legacy call that may ask its client questions on its stream.
-    fn conversation(
-        &self,
-        request: http::Request<Bytes>,
-        ctx: CallContext,
-        id: Option<Value>,
-        session: crate::sessions::Session,
-        log: &RequestLog,
-    ) -> Box<Conversation> {
-        let (parts, body) = request.into_parts();
-        let request_id = id.unwrap_or(Value::Null);
-        let message = serde_json::from_slice(&body).unwrap_or_default();
-        let facts = parts.extensions.get::<EntryFacts>().cloned().unwrap_or_default();
-        let cut = back_channel::cut(&facts);
-        let mut template = Template { method: parts.method, uri: parts.uri, headers: parts.headers, ctx: ctx.clone(), facts, message };
-        // The stream follows a task to its outcome for the client, which
-        // has no tasks/get: to the handler, the client takes part in the
-        // tasks extension.
-        template.declare_tasks();
-        let finish = FinalRewrite {
-            ctx: Some(ctx),
-            method: log.method.clone(),
-            server_info: self.server_info.clone(),
-            task_ids: TaskIdsFilter::default(),
-            request_id: request_id.clone(),
-            notifications_only: false,
-            log: None,
-            outcome: None,
-        };
-        Box::new(Conversation {
-            handler: self.rounds.clone(),
-            sessions: self.sessions().clone(),
-            session,
-            template,
-            request_id,
-            finish,
-            counts: Arc::default(),
-            keep_alive: KEEP_ALIVE,
-            cut,
-            waiting: None,
-            first: None,
-        })
-    }
-
-    /// A legacy call's first round: answered whole when it asks nothing
-    /// and starts no task (most calls), else held as a conversation.
-    async fn converse(&self, mut conversation: Box<Conversation>, log: &mut RequestLog) -> Reply {
-        let cut = conversation.template.facts.deadline.map(|at| at.cut(STREAM_MARGIN));
-        let first = conversation.first_round();
-        let first = match cut {
-            Some(cut) => match tokio::time::timeout_at(cut, first).await {
-                Ok(first) => first,
-                Err(_) => return Reply::Whole(out_of_time(conversation.request_id.clone(), log)),
-            },
-            None => first.await,
-        };
-        match first {
-            Some((parts, body)) => self.whole(parts, body, conversation.finish, log),
-            None => Reply::Converse(conversation),
-        }
-    }
-
-    async fn dispatch(
+    pub(super) async fn dispatch(
         &self,
         request: http::Request<Bytes>,
         ctx: Option<CallContext>,
@@ -379,6 +239,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let deadline = parts.extensions.get::<EntryFacts>().and_then(|facts| facts.deadline);
         let task_ids = parts.extensions.get::<TaskIdsFilter>().cloned().unwrap_or_default();
         let guard = parts.extensions.get::<legacy::NotificationStream>().map(|stream| stream.0.clone());
+        let shape = self.legacy.shaper();
         let notifications_only = guard.is_some();
         let request_id = request_id.unwrap_or(Value::Null);
         // A handler that has sent nothing by the deadline is stopped (the
@@ -396,6 +257,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let method = log.method.clone();
         let finish = FinalRewrite {
             ctx,
+            shape,
             method,
             server_info: self.server_info.clone(),
             task_ids,
@@ -418,7 +280,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
 
     /// A whole answer, each message rewritten (or stamped, when it needs
     /// nothing else).
-    fn whole(&self, mut parts: http::response::Parts, body: Bytes, mut finish: FinalRewrite, log: &mut RequestLog) -> Reply {
+    pub(super) fn whole(&self, mut parts: http::response::Parts, body: Bytes, mut finish: FinalRewrite, log: &mut RequestLog) -> Reply {
         let legacy = finish.ctx.as_ref().is_some_and(|ctx| ctx.era != Era::Modern);
         parts.headers.remove(header::CONTENT_LENGTH);
         if is_json(&parts.headers)
@@ -453,57 +315,32 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     }
 }
 
-/// The modern request a 2025-era one became, through every modern check,
-/// its context (the handler's copy too) marked with the client's era; or
-/// the refusal.
-// Once per 2025-era request, the result taken apart at once: boxing the
-// refusal would allocate to save one move.
-#[allow(clippy::result_large_err)]
-fn readmit(
-    admission: &Admission<'_>,
-    request: http::Request<Bytes>,
-    era: Era,
-    log: &mut RequestLog,
-    stream: bool,
-) -> Result<(http::Request<Bytes>, CallContext, Option<Value>), http::Response<Bytes>> {
-    match admission.admit(request, log, stream) {
-        Ok(Admitted::Request(mut request, mut ctx, id)) => {
-            if let Some(attached) = request.extensions_mut().get_mut::<CallContext>() {
-                attached.era = era.clone();
-            }
-            ctx.era = era;
-            Ok((request, ctx, id))
-        }
-        // The edge built it as a request: anything else is its own bug.
-        Ok(_) => Err(refused(log, EdgeError::NotAnObject, None)),
-        Err((error, id)) => Err(refused(log, error, id)),
-    }
-}
-
 /// The answer of a call stopped at the invocation's deadline.
-fn out_of_time(id: Value, log: &mut RequestLog) -> http::Response<Bytes> {
+pub(super) fn out_of_time(id: Value, log: &mut RequestLog) -> http::Response<Bytes> {
     tracing::warn!("call stopped at the invocation's deadline");
     log.record_outcome(&stream::out_of_time(id.clone()));
     stream::out_of_time_response(id)
 }
 
-fn refused(log: &mut RequestLog, error: EdgeError, id: Option<Value>) -> http::Response<Bytes> {
+pub(super) fn refused(log: &mut RequestLog, error: EdgeError, id: Option<Value>) -> http::Response<Bytes> {
     log.error_code = Some(error.code());
     error.into_response(id)
 }
 
 /// How often an idle stream sends a keep-alive comment.
-const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+pub(super) const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// What the edge answers: whole, or rmcp's event stream still being written.
 // One per request, built and taken apart once: boxing the stream's parts
 // would add an allocation to every streamed answer to save a few hundred
 // bytes of one move.
 #[allow(clippy::large_enum_variant)]
-enum Reply {
+pub(super) enum Reply {
     Whole(http::Response<Bytes>),
-    /// A legacy call that may ask its client questions.
-    Converse(Box<Conversation>),
+    /// A legacy call that may ask its client questions (none without the
+    /// `legacy` feature).
+    #[cfg_attr(not(feature = "legacy"), allow(dead_code))]
+    Converse(Box<legacy::Conversation>),
     Stream {
         parts: http::response::Parts,
         body: BoxBody<Bytes, Infallible>,
@@ -513,4 +350,13 @@ enum Reply {
         /// is the session's one.
         guard: Option<stream::Guard>,
     },
+}
+
+/// Whether `info` advertises list or resource changes, which only listen
+/// streams deliver.
+fn advertises_changes(info: &rmcp::model::ServerConfig) -> bool {
+    let capabilities = serde_json::to_value(&info.capabilities).unwrap_or_default();
+    ["tools", "prompts", "resources"].iter().any(|kind| {
+        ["listChanged", "subscribe"].iter().any(|flag| capabilities.get(kind).and_then(|c| c.get(flag)) == Some(&Value::Bool(true)))
+    })
 }

@@ -6,12 +6,16 @@
 
 mod admission;
 pub mod authorization_forward;
-mod back_channel;
 pub mod bearer;
 pub mod endpoint;
-mod era;
 pub mod error;
 pub mod lambda;
+// The 2025 era, behind one seam; without the `legacy` feature a stand-in
+// with the same names serves 2026-07-28 only.
+#[cfg(feature = "legacy")]
+mod legacy;
+#[cfg(not(feature = "legacy"))]
+#[path = "legacy_off.rs"]
 mod legacy;
 pub mod local;
 pub mod policy;

@@ -10,11 +10,11 @@ use std::{sync::Arc, time::Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::{
     deployment::Mode,
-    edge::{error::code, legacy, request_log::RequestLog, sse, stream::Rewrite},
+    edge::{error::code, request_log::RequestLog, sse, stream::Rewrite},
     metrics,
     protocol::{
         capability_guard::missing_capabilities,
@@ -39,9 +39,16 @@ pub(super) fn no_store(headers: &mut HeaderMap) {
     }
 }
 
+/// How a message for a 2025-era client is shaped (the message, the
+/// request's method, the client's capabilities): given by whoever serves
+/// that era, so the rewrite knows nothing of it.
+pub(super) type Shape = fn(&mut Value, Option<&str>, &Map<String, Value>);
+
 /// What the edge does to the messages the handler sends, whole or streamed.
 pub(super) struct FinalRewrite {
     pub ctx: Option<CallContext>,
+    /// Applied to every message for a client whose era is not 2026-07-28.
+    pub shape: Option<Shape>,
     /// The request's method, which decides how a legacy refusal is sent.
     pub method: Option<String>,
     pub server_info: Arc<Value>,
@@ -88,8 +95,8 @@ impl Rewrite for FinalRewrite {
         if self.task_ids.acknowledge(message) {
             return;
         }
-        if let Some(ctx) = self.ctx.as_ref().filter(|ctx| ctx.era != Era::Modern) {
-            legacy::shape(message, self.method.as_deref(), &ctx.client_capabilities);
+        if let (Some(shape), Some(ctx)) = (self.shape, self.ctx.as_ref().filter(|ctx| ctx.era != Era::Modern)) {
+            shape(message, self.method.as_deref(), &ctx.client_capabilities);
         }
         if message.get("id").is_none() || (message.get("result").is_none() && message.get("error").is_none()) {
             return;

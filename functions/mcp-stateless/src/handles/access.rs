@@ -114,6 +114,13 @@ impl Handles {
         Self { store, clock, quota: Arc::new(InMemoryQuota::default()) }
     }
 
+    /// Where the records are kept, for what is kept alike
+    /// (`LegacySessions::of`).
+    #[cfg(feature = "legacy")]
+    pub(crate) fn store(&self) -> Arc<dyn HandleStore> {
+        self.store.clone()
+    }
+
     /// Counts creations per owner in `quota` (the table, in Lambda) rather
     /// than in this process.
     pub fn with_quota(mut self, quota: Arc<dyn CreationQuota>) -> Self {

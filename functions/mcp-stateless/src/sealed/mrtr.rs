@@ -68,6 +68,13 @@ impl RequestStates {
         Self { sealer, ledger, clock, audience: audience.into(), ttl: DEFAULT_STATE_TTL }
     }
 
+    /// The sealer, clock and audience, for what is sealed alike
+    /// (`LegacySessions::of`).
+    #[cfg(feature = "legacy")]
+    pub(crate) fn parts(&self) -> (Arc<dyn RequestStateSealer>, Arc<dyn Clock>, String) {
+        (self.sealer.clone(), self.clock.clone(), self.audience.clone())
+    }
+
     /// A copy whose states expire after `ttl` (per tool).
     pub fn with_ttl(&self, ttl: Duration) -> Self {
         Self { ttl, ..self.clone() }

@@ -11,12 +11,13 @@ use crate::{
         redemption::InMemoryLedger,
         request_state::{EnvelopeSealer, InProcessKey},
     },
-    sessions::LegacySessions,
     subscriptions, tasks,
 };
 
-/// What a function's tools are built from, once per cold start.
+/// What a function's tools are built from, once per cold start
+/// ([`Dependencies::new`]; it grows with the ports).
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Dependencies {
     /// `requestState` sealing and opening, for multi-round tools.
     pub request_states: RequestStates,
@@ -28,11 +29,30 @@ pub struct Dependencies {
     /// `subscriptions/listen` streams and the change feed they read.
     pub subscriptions: subscriptions::Subscriptions,
     /// 2025-era clients' sessions, sealed under the same keys as
-    /// `requestState`; the edge serves them.
-    pub sessions: LegacySessions,
+    /// `requestState`; the edge serves them (the `legacy` feature).
+    #[cfg(feature = "legacy")]
+    pub sessions: crate::sessions::LegacySessions,
 }
 
 impl Dependencies {
+    /// From one value per port; 2025-era sessions (the `legacy` feature)
+    /// are sealed as `request_states` seals and kept where `handles` are.
+    pub fn new(
+        request_states: RequestStates,
+        handles: Handles,
+        tasks: tasks::TaskBackend,
+        subscriptions: subscriptions::Subscriptions,
+    ) -> Self {
+        Self {
+            #[cfg(feature = "legacy")]
+            sessions: crate::sessions::LegacySessions::of(&request_states, &handles),
+            request_states,
+            handles,
+            tasks,
+            subscriptions,
+        }
+    }
+
     /// Zero-setup defaults: `requestState` sealed under a random in-process
     /// key (see [`InProcessKey`] for what that does not give you), handles,
     /// single-use records and tasks in memory, task work in this process.
@@ -47,12 +67,11 @@ impl Dependencies {
         let audience = "local";
         let sealer = Arc::new(EnvelopeSealer::new(InProcessKey::generate()).with_clock(clock.clone()));
         let store = Arc::new(InMemoryHandleStore::default());
-        Self {
-            request_states: RequestStates::new(sealer.clone(), Arc::new(InMemoryLedger::default()), clock.clone(), audience),
-            handles: Handles::new(store.clone(), clock.clone()),
-            tasks: tasks::TaskBackend::in_process(clock.clone()),
-            sessions: LegacySessions::new(sealer, store, clock.clone(), audience),
-            subscriptions: subscriptions::Subscriptions::in_process(clock),
-        }
+        Self::new(
+            RequestStates::new(sealer, Arc::new(InMemoryLedger::default()), clock.clone(), audience),
+            Handles::new(store, clock.clone()),
+            tasks::TaskBackend::in_process(clock.clone()),
+            subscriptions::Subscriptions::in_process(clock),
+        )
     }
 }

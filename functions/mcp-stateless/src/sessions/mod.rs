@@ -28,9 +28,12 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     clock::Clock,
-    handles::{HandleRecord, HandleStore, Lookup},
+    handles::{HandleRecord, HandleStore, Lookup, access::Handles},
     protocol::context::{CallContext, Principal},
-    sealed::request_state::{OpenError, RequestStateSealer, StateBinding},
+    sealed::{
+        mrtr::RequestStates,
+        request_state::{OpenError, RequestStateSealer, StateBinding},
+    },
     storage::{Backoff, IdKind, ItemKey, StoreError},
 };
 
@@ -146,6 +149,14 @@ impl LegacySessions {
         audience: impl Into<String>,
     ) -> Self {
         Self { sealer, store, clock, audience: audience.into(), ttl: DEFAULT_SESSION_TTL }
+    }
+
+    /// Sessions sealed as `request_states` seals (its keys, its audience,
+    /// its clock) and kept where `handles` are: what a deployment's
+    /// sessions are made of (`Dependencies::new`).
+    pub fn of(request_states: &RequestStates, handles: &Handles) -> Self {
+        let (sealer, clock, audience) = request_states.parts();
+        Self::new(sealer, handles.store(), clock, audience)
     }
 
     /// A copy whose sessions last `ttl`.

@@ -15,7 +15,8 @@ use futures::{SinkExt, channel::mpsc};
 use serde_json::{Map, Value, json};
 
 use super::{Conversation, MAX_ROUNDS};
-use crate::edge::{legacy::header_value, sse, stream::Rewrite};
+use crate::edge::legacy::inbound::header_value;
+use crate::edge::{sse, stream::Rewrite};
 
 /// The shortest and longest pause between two polls, whatever the task's
 /// `pollIntervalMs` says.

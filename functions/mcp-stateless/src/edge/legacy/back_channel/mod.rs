@@ -35,7 +35,6 @@ mod task;
 use crate::{
     edge::{
         error::code,
-        legacy,
         rewrite::FinalRewrite,
         sse,
         stream::{EdgeBody, Rewrite, STREAM_MARGIN, is_event_stream, out_of_time},
@@ -133,23 +132,23 @@ impl Template {
 }
 
 /// One legacy call that may ask its client questions.
-pub(super) struct Conversation {
-    pub handler: Handler,
-    pub sessions: LegacySessions,
-    pub session: Session,
-    pub template: Template,
-    pub request_id: Value,
-    pub finish: FinalRewrite,
-    pub counts: Arc<metrics::Counts>,
-    pub keep_alive: Duration,
+pub(in crate::edge) struct Conversation {
+    pub(super) handler: Handler,
+    pub(super) sessions: LegacySessions,
+    pub(super) session: Session,
+    pub(super) template: Template,
+    pub(super) request_id: Value,
+    pub(super) finish: FinalRewrite,
+    pub(super) counts: Arc<metrics::Counts>,
+    pub(super) keep_alive: Duration,
     /// When the call must have answered ([`cut`]).
-    pub cut: Instant,
+    pub(super) cut: Instant,
     /// The caller's lease on a waiting call (`sessions/waiting.rs`), held
     /// from the first question to the end.
-    pub waiting: Option<String>,
+    pub(super) waiting: Option<String>,
     /// The first round's answer, when [`first_round`](Self::first_round)
     /// found it needs more.
-    pub first: Option<http::Response<BoxBody<Bytes, Infallible>>>,
+    pub(super) first: Option<http::Response<BoxBody<Bytes, Infallible>>>,
 }
 
 impl Conversation {
@@ -396,7 +395,7 @@ impl Conversation {
     /// A refusal the client's era reads: an `isError` result for a tool
     /// call (the model can act on it), a JSON-RPC error otherwise.
     pub(super) fn error(&self, message: String) -> Value {
-        legacy::refusal(self.request_id.clone(), self.finish.method.as_deref(), message)
+        super::outbound::refusal(self.request_id.clone(), self.finish.method.as_deref(), message)
     }
 
     fn internal(&self, message: &str) -> Value {
