@@ -9,13 +9,15 @@
 //!   with its default and its check, and handed down;
 //! - [`edge`]: one HTTP request in, one response out, whole or streamed
 //!   (headers, origin, `_meta`, errors, logs, protected resource
-//!   metadata), and the Lambda and local entry points;
+//!   metadata), and the Lambda and local entry points; 2025-era clients
+//!   behind one seam, `edge/legacy/`;
 //! - [`server`]: what a function's server registered (tools, task tools,
 //!   prompts, resources), and everything it publishes derived from that
 //!   (`Registry`, `server_methods!`), and [`testing`], helpers for
 //!   tools' unit tests; [`prelude`] re-exports what tool authors name;
-//! - [`sessions`]: 2025-era clients' sessions, sealed into their
-//!   `Mcp-Session-Id` (`LegacySessions`);
+//! - `sessions`: 2025-era clients' sessions, sealed into their
+//!   `Mcp-Session-Id` (`LegacySessions`); with `edge/legacy/`, behind the
+//!   `legacy` cargo feature (on by default);
 //! - [`subscriptions`]: `subscriptions/listen` streams that report what
 //!   any instance changed (`Subscriptions`, the change feed);
 //! - [`tasks`]: tool calls that outlive one invocation (`Tasks`, the
@@ -26,7 +28,7 @@
 //! - [`protocol`]: the per-request context (principal, version, client
 //!   capabilities, what the entry point established), the -32021
 //!   capability rules, server info;
-//! - [`storage`] and [`quota`], and below them [`clock`], [`random`],
+//! - [`storage`] and [`quota`], and below them [`clock`], [`deadline`], [`random`],
 //!   [`metrics`], [`deployment`] (where the process runs, how answers
 //!   leave it) and [`logging`]: primitives the others share.
 //!
