@@ -5,12 +5,76 @@
 //! keep-alives, `id:`, `event:`, `retry:`) belong to the event as they are.
 //!
 //! The one reader and writer of SSE in the edge: whole answers (collected
-//! first) and streamed ones (event by event) are read by the same rules.
-//! A streamed event keeps its other lines; a whole answer keeps only its
-//! messages (a keep-alive comment means nothing in a collected body). Lines
-//! may end in LF or CRLF.
+//! first) and streamed ones (event by event, [`EventReader`]) are read by
+//! the same rules, and no framing byte is written anywhere else. A streamed
+//! event keeps its other lines; a whole answer keeps only its messages (a
+//! keep-alive comment means nothing in a collected body). Lines may end in
+//! LF or CRLF.
 
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, combinators::BoxBody};
 use serde_json::Value;
+
+/// A comment and nothing else: keeps an idle stream open through proxies,
+/// and keeps a frame where a message was left out.
+pub const KEEP_ALIVE: &str = ":\n\n";
+
+/// The events of a body as they arrive: the one pump every stream the edge
+/// reads goes through.
+pub struct EventReader {
+    body: BoxBody<Bytes, Infallible>,
+    buffer: Vec<u8>,
+    ended: bool,
+}
+
+impl EventReader {
+    /// Reads `body`.
+    pub fn new(body: BoxBody<Bytes, Infallible>) -> Self {
+        Self { body, buffer: Vec::new(), ended: false }
+    }
+
+    /// The next complete event (without its blank line), waiting for the
+    /// body as long as it takes; a last event without its blank line still
+    /// counts. `None` once the body ended. Cancel-safe: nothing read is
+    /// held across an await.
+    pub async fn next(&mut self) -> Option<String> {
+        loop {
+            if let Some(event) = take_event(&mut self.buffer) {
+                return Some(event);
+            }
+            if self.ended {
+                return None;
+            }
+            match self.body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.buffer.extend_from_slice(&data);
+                    }
+                }
+                Some(Err(never)) => match never {},
+                None => {
+                    self.ended = true;
+                    if !self.buffer.is_empty() {
+                        self.buffer.extend_from_slice(b"\n\n");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads nothing more: what is buffered is dropped.
+    pub fn stop(&mut self) {
+        self.ended = true;
+        self.buffer.clear();
+    }
+}
+
+/// `event` (without its blank line, as read) framed to be sent again.
+pub fn frame(event: &str) -> String {
+    format!("{event}\n\n")
+}
 
 /// The next complete event (without its blank line) from `buffer`, taken
 /// out of it; `None` until one has fully arrived.
@@ -88,6 +152,18 @@ mod tests {
         buffer.extend_from_slice(b":1}\n\n");
         assert_eq!(take_event(&mut buffer).as_deref(), Some("data: {\"a\":1}"));
         assert!(buffer.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_reader_yields_events_across_frames_and_a_last_one_without_its_blank_line() {
+        let frames = [": keep-alive\r\n\r\ndata: {\"a\"", ":1}\n\ndata: {\"b\":2}"];
+        let frames = frames.map(|frame| Ok::<_, Infallible>(hyper::body::Frame::data(Bytes::from(frame))));
+        let mut reader = EventReader::new(BodyExt::boxed(http_body_util::StreamBody::new(futures::stream::iter(frames))));
+        assert_eq!(reader.next().await.as_deref(), Some(": keep-alive"));
+        assert_eq!(reader.next().await.as_deref(), Some("data: {\"a\":1}"));
+        assert_eq!(reader.next().await.as_deref(), Some("data: {\"b\":2}"), "the body ended: the last event counts");
+        assert_eq!(reader.next().await, None);
+        assert_eq!(frame(": x"), ": x\n\n");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::convert::Infallible;
 
 use bytes::Bytes;
 use futures::{StreamExt, stream::BoxStream};
-use http_body_util::{BodyExt, Either, Full, StreamBody, combinators::BoxBody};
+use http_body_util::{Either, Full, StreamBody, combinators::BoxBody};
 use hyper::body::Frame;
 use serde_json::{Value, json};
 
@@ -80,14 +80,12 @@ pub fn out_of_time(id: Value) -> Value {
 }
 
 struct State<R: Rewrite> {
-    inner: BoxBody<Bytes, Infallible>,
-    buffer: Vec<u8>,
+    events: sse::EventReader,
     rewrite: R,
     /// When the stream is cut, and the id its final error answers.
     deadline: Option<(tokio::time::Instant, Value)>,
     /// The stream's guard, and when it is next asked while idle.
     guard: Option<(Guard, tokio::time::Instant)>,
-    done: bool,
     answered: bool,
 }
 
@@ -105,52 +103,35 @@ pub fn rewritten<R: Rewrite>(
     guard: Option<Guard>,
 ) -> EdgeBody {
     let state = State {
-        inner,
-        buffer: Vec::new(),
+        events: sse::EventReader::new(inner),
         rewrite,
         deadline,
         guard: guard.map(|guard| (guard, tokio::time::Instant::now() + GUARD_INTERVAL)),
-        done: false,
         answered: false,
     };
     let frames = futures::stream::unfold(state, |mut state| async move {
         loop {
-            if let Some(event) = sse::take_event(&mut state.buffer) {
-                if state.guard.is_some() && sse::data(&event).is_some() && !state.may_go_on().await {
-                    return None;
-                }
-                let event = state.render(&event);
-                return Some((Ok(Frame::data(Bytes::from(event))), state));
-            }
-            if state.done {
-                return None;
-            }
             let cut = state.deadline.as_ref().map(|(at, _)| *at);
             let check = state.guard.as_ref().map(|(_, at)| *at);
             tokio::select! {
+                // An event already read leaves before anything else is
+                // looked at.
+                biased;
+                event = state.events.next() => {
+                    let event = event?;
+                    if state.guard.is_some() && sse::data(&event).is_some() && !state.may_go_on().await {
+                        return None;
+                    }
+                    let event = state.render(&event);
+                    return Some((Ok(Frame::data(Bytes::from(event))), state));
+                }
                 _ = sleep_until(check) => {
                     if !state.may_go_on().await {
                         return None;
                     }
                 }
-                frame = state.inner.frame() => match frame {
-                    Some(Ok(frame)) => {
-                        if let Ok(data) = frame.into_data() {
-                            state.buffer.extend_from_slice(&data);
-                        }
-                    }
-                    Some(Err(never)) => match never {},
-                    None => {
-                        state.done = true;
-                        // A last event without its blank line still goes out.
-                        if !state.buffer.is_empty() {
-                            state.buffer.extend_from_slice(b"\n\n");
-                        }
-                    }
-                },
                 _ = sleep_until(cut) => {
-                    state.done = true;
-                    state.buffer.clear();
+                    state.events.stop();
                     if let Some((_, id)) = state.deadline.take().filter(|_| !state.answered) {
                         tracing::warn!("streamed call cut at the invocation's deadline");
                         let mut message = out_of_time(id);
@@ -160,6 +141,7 @@ pub fn rewritten<R: Rewrite>(
                             return Some((Ok(Frame::data(Bytes::from(sse::encode(&message)))), state));
                         }
                     }
+                    return None;
                 }
             }
         }
@@ -182,8 +164,7 @@ impl<R: Rewrite> State<R> {
         if guard().await {
             return true;
         }
-        self.done = true;
-        self.buffer.clear();
+        self.events.stop();
         false
     }
 
@@ -191,12 +172,12 @@ impl<R: Rewrite> State<R> {
     /// carry keep-alives) unchanged.
     fn render(&mut self, event: &str) -> String {
         let Some(mut message) = sse::message(event) else {
-            return format!("{event}\n\n");
+            return sse::frame(event);
         };
         self.rewrite.message(&mut message);
         if message.is_null() {
             // Left out by the rewrite; a comment keeps the frame.
-            return ":\n\n".to_owned();
+            return sse::KEEP_ALIVE.to_owned();
         }
         if message.get("id").is_some() && (message.get("result").is_some() || message.get("error").is_some()) {
             self.answered = true;
@@ -207,6 +188,8 @@ impl<R: Rewrite> State<R> {
 
 #[cfg(test)]
 mod tests {
+    use http_body_util::BodyExt;
+
     use super::*;
     use std::sync::{Arc, Mutex};
 

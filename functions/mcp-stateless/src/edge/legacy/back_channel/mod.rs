@@ -246,7 +246,7 @@ impl Conversation {
         tx: &mut mpsc::Sender<Bytes>,
     ) -> Option<Value> {
         let event_stream = is_event_stream(response.headers());
-        let mut body = response.into_body();
+        let body = response.into_body();
         if !event_stream {
             let bytes = match body.collect().await {
                 Ok(collected) => collected.to_bytes(),
@@ -254,34 +254,19 @@ impl Conversation {
             };
             return Some(serde_json::from_slice(&bytes).unwrap_or_else(|_| self.error("the handler's answer is not JSON".into())));
         }
-        let mut buffer = Vec::new();
-        loop {
-            while let Some(event) = sse::take_event(&mut buffer) {
-                let Some(mut message) = sse::message(&event) else {
-                    tx.send(Bytes::from(format!("{event}\n\n"))).await.ok()?;
-                    continue;
-                };
-                if message.get("id") == Some(&self.request_id) && (message.get("result").is_some() || message.get("error").is_some()) {
-                    return Some(message);
-                }
-                self.finish.message(&mut message);
-                tx.send(Bytes::from(sse::with_message(&event, &message))).await.ok()?;
+        let mut events = sse::EventReader::new(body);
+        while let Some(event) = events.next().await {
+            let Some(mut message) = sse::message(&event) else {
+                tx.send(Bytes::from(sse::frame(&event))).await.ok()?;
+                continue;
+            };
+            if message.get("id") == Some(&self.request_id) && (message.get("result").is_some() || message.get("error").is_some()) {
+                return Some(message);
             }
-            match body.frame().await {
-                Some(Ok(frame)) => {
-                    if let Ok(data) = frame.into_data() {
-                        buffer.extend_from_slice(&data);
-                    }
-                }
-                Some(Err(never)) => match never {},
-                None if !buffer.is_empty() => {
-                    // A last event without its blank line still counts.
-                    buffer.extend_from_slice(b"\n\n");
-                    continue;
-                }
-                None => return Some(self.error("the handler ended its stream without an answer".into())),
-            }
+            self.finish.message(&mut message);
+            tx.send(Bytes::from(sse::with_message(&event, &message))).await.ok()?;
         }
+        Some(self.error("the handler ended its stream without an answer".into()))
     }
 
     /// Sends `requests` to the client and waits for every answer. `Ok(None)`:
@@ -383,7 +368,7 @@ impl Conversation {
             }
             if quiet_since.elapsed() >= self.keep_alive {
                 // Proxies drop idle streams; a comment is no message.
-                if tx.send(Bytes::from_static(b":\n\n")).await.is_err() {
+                if tx.send(Bytes::from_static(sse::KEEP_ALIVE.as_bytes())).await.is_err() {
                     return Ok(None);
                 }
                 quiet_since = Instant::now();

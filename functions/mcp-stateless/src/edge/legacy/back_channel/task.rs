@@ -94,7 +94,7 @@ impl Conversation {
             }
             if quiet_since.elapsed() >= self.keep_alive {
                 // Proxies drop idle streams; a comment is no message.
-                tx.send(Bytes::from_static(b":\n\n")).await.ok()?;
+                tx.send(Bytes::from_static(sse::KEEP_ALIVE.as_bytes())).await.ok()?;
                 quiet_since = Instant::now();
             }
             tokio::time::sleep(pause).await;
