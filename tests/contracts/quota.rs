@@ -1,36 +1,5 @@
-//! `CreationQuota`: per-owner counts, never past the limit, given back on delete.
+//! `CreationQuota` (`mcp_stateless::contracts::creation_quota`).
 
-use std::time::Duration;
+use mcp_stateless::{contracts, quota::InMemoryQuota};
 
-use mcp_stateless::quota::{CreationQuota, InMemoryQuota, QuotaKey};
-
-async fn suite(quota: &dyn CreationQuota) {
-    let now = super::now();
-    let hour = Duration::from_secs(3_600);
-    let alice = QuotaKey::new("jwt:alice", "nte", hour, now);
-    let bob = QuotaKey::new("jwt:bob", "nte", hour, now);
-
-    for _ in 0..3 {
-        assert!(quota.take(&alice, 3).await.unwrap());
-    }
-    assert!(!quota.take(&alice, 3).await.unwrap(), "a full count refuses");
-    assert!(!quota.take(&alice, 3).await.unwrap(), "and a refusal counts nothing");
-    // Another owner, another kind and the next window count apart.
-    assert!(quota.take(&bob, 3).await.unwrap());
-    assert!(quota.take(&QuotaKey::new("jwt:alice", "bsk", hour, now), 3).await.unwrap());
-    assert!(quota.take(&QuotaKey::new("jwt:alice", "nte", hour, now + 3_600), 3).await.unwrap());
-
-    // One given back makes room for exactly one.
-    quota.give_back(&alice).await.unwrap();
-    assert!(quota.take(&alice, 3).await.unwrap());
-    assert!(!quota.take(&alice, 3).await.unwrap());
-
-    // Giving back more than was taken never makes room past the limit.
-    let carol = QuotaKey::new("jwt:carol", "nte", hour, now);
-    quota.give_back(&carol).await.unwrap();
-    quota.give_back(&carol).await.unwrap();
-    assert!(quota.take(&carol, 1).await.unwrap());
-    assert!(!quota.take(&carol, 1).await.unwrap());
-}
-
-on_memory_and_dynamodb!(suite, InMemoryQuota::default());
+on_memory_and_dynamodb!(contracts::creation_quota, InMemoryQuota::default());

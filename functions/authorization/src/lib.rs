@@ -20,6 +20,8 @@
 pub mod authorize;
 pub mod aws;
 pub mod clients;
+#[cfg(feature = "contracts")]
+pub mod contracts;
 pub mod discovery;
 pub mod entry;
 pub mod grants;

@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["tasks"],
     &["subscriptions"],
     &["sessions"],
-    &["server", "testing", "prelude"],
+    &["server", "testing", "prelude", "contracts"],
     &["edge"],
     &["settings"],
 ];

@@ -38,6 +38,8 @@
 #![warn(missing_docs)]
 
 pub mod clock;
+#[cfg(feature = "contracts")]
+pub mod contracts;
 pub mod deadline;
 pub mod deployment;
 pub mod edge;
