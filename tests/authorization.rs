@@ -264,13 +264,7 @@ impl Stack {
     }
 
     fn verifier(&self, audience: &str) -> BearerVerifier {
-        BearerVerifier::new(BearerPolicy {
-            issuer: self.issuer.clone(),
-            audiences: vec![audience.to_owned()],
-            scopes: vec!["mcp".to_owned()],
-            jwks_url: None,
-        })
-        .unwrap()
+        BearerVerifier::new(BearerPolicy::new(self.issuer.clone(), vec![audience.to_owned()]).with_scopes(vec!["mcp".to_owned()])).unwrap()
     }
 }
 
@@ -614,12 +608,10 @@ async fn locally_one_address_serves_the_mcp_endpoint_and_its_authorization_serve
     let authorization = stack.authorization;
     let resource = stack.resource();
     let endpoint = e2e::everything_endpoint()
-        .with_resource_metadata(mcp_stateless::edge::protected_resource::ResourceMetadata {
-            authorization_servers: vec![stack.issuer.clone()],
-            scopes_supported: vec!["mcp".into()],
-            resource: None,
-            base_path: String::new(),
-        })
+        .with_resource_metadata(mcp_stateless::edge::protected_resource::ResourceMetadata::new(
+            vec![stack.issuer.clone()],
+            vec!["mcp".into()],
+        ))
         .with_bearer(stack.verifier(&resource));
     let forward = mcp_stateless::edge::authorization_forward::AuthorizationForward::new(&format!("http://{authorization}")).unwrap();
     tokio::spawn(mcp_stateless::edge::local::serve_local_with(Arc::new(endpoint), front, Some(Arc::new(forward))));

@@ -117,7 +117,14 @@ fn lambda(added_roots: Option<PathBuf>) -> SdkEnvironment {
 async fn list_keys(environment: &SdkEnvironment, endpoint: &str) -> Result<usize, String> {
     // One attempt, with room for a loaded machine's handshake.
     let second = std::time::Duration::from_secs(1);
-    let limits = CallLimits { connect: 20 * second, attempt: 30 * second, operation: 60 * second, max_attempts: 1, ..CallLimits::LAMBDA };
+    let limits = {
+        let mut value = CallLimits::LAMBDA;
+        value.connect = 20 * second;
+        value.attempt = 30 * second;
+        value.operation = 60 * second;
+        value.max_attempts = 1;
+        value
+    };
     // Lambda's variables are not this process's: given here.
     let credentials = aws_sdk_kms::config::Credentials::new("ASIAEXAMPLE", "secret", None, None, "test");
     let sdk = mcp_aws::loader_for(&limits, environment)

@@ -21,7 +21,7 @@ use mcp_stateless::{
 use serde_json::{Value, json};
 
 fn policy(issuer: &Issuer) -> BearerPolicy {
-    BearerPolicy { issuer: issuer.url.clone(), audiences: vec![AUDIENCE.into()], scopes: vec!["mcp".into()], jwks_url: None }
+    BearerPolicy::new(issuer.url.clone(), vec![AUDIENCE.into()]).with_scopes(vec!["mcp".into()])
 }
 
 /// An issuer publishing one key, `kid`, and a server trusting it.
@@ -53,12 +53,7 @@ async fn serving_on_clock(timings: KeyTimings, keys: &[&SigningKey]) -> (Issuer,
 }
 
 async fn serve(issuer: &Issuer, verifier: BearerVerifier) -> SocketAddr {
-    let metadata = ResourceMetadata {
-        authorization_servers: vec![issuer.url.clone()],
-        scopes_supported: vec!["mcp".into()],
-        resource: None,
-        base_path: "/api".into(),
-    };
+    let metadata = ResourceMetadata::new(vec![issuer.url.clone()], vec!["mcp".into()]).with_base_path("/api");
     let endpoint: McpEndpoint<FixtureServer> =
         fixture_endpoint(Dependencies::in_process(), Mode::Local).with_resource_metadata(metadata).with_bearer(verifier);
     spawn(endpoint).await
@@ -182,16 +177,28 @@ async fn a_key_url_that_only_looks_like_loopback_is_refused_at_start_and_in_disc
     let port = issuer.url.rsplit(':').next().unwrap().to_owned();
     let disguised = format!("http://127.0.0.1:1@localhost:{port}/jwks.json");
 
-    let configured = BearerPolicy { jwks_url: Some(disguised.clone()), ..policy(&issuer) };
+    let configured = {
+        let mut value = policy(&issuer);
+        value.jwks_url = Some(disguised.clone());
+        value
+    };
     let refused = BearerVerifier::new(configured).err().expect("a disguised MCP_JWT_JWKS_URL stops the start");
     assert!(refused.starts_with("MCP_JWT_JWKS_URL") && refused.contains("user name or password"), "{refused}");
-    let issuer_refused =
-        BearerVerifier::new(BearerPolicy { issuer: format!("http://127.0.0.1:1@localhost:{port}"), ..policy(&issuer) }).err();
+    let issuer_refused = BearerVerifier::new({
+        let mut value = policy(&issuer);
+        value.issuer = format!("http://127.0.0.1:1@localhost:{port}");
+        value
+    })
+    .err();
     assert!(issuer_refused.is_some_and(|why| why.starts_with("MCP_JWT_ISSUER")));
 
     // Nor from a document that is another issuer's (OpenID Connect
     // Discovery 1.0, 4.3).
-    let other = BearerPolicy { issuer: format!("{}/tenant", issuer.url), ..policy(&issuer) };
+    let other = {
+        let mut value = policy(&issuer);
+        value.issuer = format!("{}/tenant", issuer.url);
+        value
+    };
     let addr = serve(&issuer, BearerVerifier::new(other).unwrap()).await;
     let reply = whoami(addr, Some(&key.sign(&claims(&format!("{}/tenant", issuer.url), "user-9", "mcp")))).await;
     assert_eq!(reply.status, 503, "the configuration names another issuer");

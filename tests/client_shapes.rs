@@ -11,7 +11,11 @@ use mcp_stateless::{Dependencies, EdgePolicy, McpEndpoint, Mode, clock::ManualCl
 use serde_json::json;
 
 async fn serve(deps: Dependencies, transport: Transport) -> std::net::SocketAddr {
-    let policy = EdgePolicy { transport, ..EdgePolicy::new(Mode::Local) };
+    let policy = {
+        let mut value = EdgePolicy::new(Mode::Local);
+        value.transport = transport;
+        value
+    };
     spawn(McpEndpoint::new(everything::EverythingServer::new(deps.clone()), policy).with_dependencies(&deps)).await
 }
 

@@ -78,12 +78,20 @@ impl Rig {
     /// emulator: the faults are the request function's).
     async fn task_server(&self, cap: u32) -> (SocketAddr, WorkerProcess) {
         let queues = fresh_queues(&self.direct, 5, 3).await;
-        let settings = AwsSettings { task_queue_url: Some(queues.url.clone()), ..self.settings.clone() };
+        let settings = {
+            let mut value = self.settings.clone();
+            value.task_queue_url = Some(queues.url.clone());
+            value
+        };
         // The emulator's latency, not Lambda's: losing an answer must cost
         // a retry, not a timeout.
         let limits = CallLimits { attempt: Duration::from_secs(10), operation: Duration::from_secs(30), ..FAST };
         let mut deps = mcp_aws::dependencies(&settings, Some(&self.sdk_with(&limits).await), Arc::new(SystemClock));
-        deps.tasks = deps.tasks.with_policy(TaskPolicy { max_per_owner: cap, ..TaskPolicy::default() });
+        deps.tasks = deps.tasks.with_policy({
+            let mut value = TaskPolicy::default();
+            value.max_per_owner = cap;
+            value
+        });
         let worker = WorkerProcess::start(
             env!("CARGO_BIN_EXE_fixture-worker"),
             &[
@@ -312,7 +320,11 @@ async fn an_sqs_fault_fails_the_new_task_instead_of_leaving_it_working() {
     for fault in FAULTS {
         let rig = Rig::new().await;
         let queues = fresh_queues(&rig.direct, 30, 3).await;
-        let settings = AwsSettings { task_queue_url: Some(queues.url.clone()), ..rig.settings.clone() };
+        let settings = {
+            let mut value = rig.settings.clone();
+            value.task_queue_url = Some(queues.url.clone());
+            value
+        };
         let deps = mcp_aws::dependencies(&settings, Some(&rig.faulty_sdk().await), Arc::new(SystemClock));
         let addr = start_task_server_with(deps).await;
 
@@ -342,7 +354,11 @@ async fn opens_do_not_queue_behind_a_stalled_generate_data_key() {
 
     let rig = Rig::new().await;
     // One seal per data key: the second seal must call GenerateDataKey.
-    let window = KeyWindow { max_seals: 1, ..KeyWindow::default() };
+    let window = {
+        let mut value = KeyWindow::default();
+        value.max_seals = 1;
+        value
+    };
     let client = aws_sdk_kms::Client::new(&rig.faulty_sdk().await);
     let keys = Arc::new(KmsDataKeys::new(client, rig.settings.state_key_id.clone().unwrap(), "faults", window));
     let first = keys.sealing_key().await.expect("the first data key");

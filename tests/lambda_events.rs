@@ -89,12 +89,7 @@ async fn lambda_rejects_hosts_other_than_the_api_domain() {
 #[tokio::test]
 async fn protected_resource_metadata_is_served_without_auth_at_both_paths() {
     use mcp_stateless::edge::protected_resource::ResourceMetadata;
-    let metadata = ResourceMetadata {
-        authorization_servers: vec!["https://issuer.example.com/".into()],
-        scopes_supported: vec!["mcp".into()],
-        resource: None,
-        base_path: String::new(),
-    };
+    let metadata = ResourceMetadata::new(vec!["https://issuer.example.com/".into()], vec!["mcp".into()]);
     let endpoint = fixtures(Mode::Lambda).with_resource_metadata(metadata);
     for path in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] {
         let (mut request, _) = fixture("function-url-tools-list.json");

@@ -13,7 +13,11 @@ use mcp_stateless::{Dependencies, EdgePolicy, McpEndpoint, Mode, clock::SystemCl
 use serde_json::{Value, json};
 
 fn everything(deps: Dependencies, transport: Transport) -> McpEndpoint<everything::EverythingServer> {
-    let policy = EdgePolicy { transport, ..EdgePolicy::new(Mode::Local) };
+    let policy = {
+        let mut value = EdgePolicy::new(Mode::Local);
+        value.transport = transport;
+        value
+    };
     McpEndpoint::new(everything::EverythingServer::new(deps.clone()), policy).with_dependencies(&deps)
 }
 

@@ -18,12 +18,20 @@ use mcp_stateless::{
 use serde_json::{Value, json};
 
 fn everything_with(deps: Dependencies, transport: Transport) -> McpEndpoint<everything::EverythingServer> {
-    let policy = EdgePolicy { transport, ..EdgePolicy::new(Mode::Local) };
+    let policy = {
+        let mut value = EdgePolicy::new(Mode::Local);
+        value.transport = transport;
+        value
+    };
     McpEndpoint::new(everything::EverythingServer::new(deps.clone()), policy).with_dependencies(&deps)
 }
 
 fn quick(enabled: bool) -> ListenPolicy {
-    ListenPolicy { poll_interval: Duration::from_millis(50), ..ListenPolicy::new(enabled) }
+    {
+        let mut value = ListenPolicy::new(enabled);
+        value.poll_interval = Duration::from_millis(50);
+        value
+    }
 }
 
 /// In-process dependencies whose streams use `policy` and `feed`.
@@ -148,7 +156,11 @@ async fn a_stream_acknowledges_first_tags_every_frame_and_honours_its_filter() {
 
 #[tokio::test]
 async fn a_stream_closes_gracefully_at_its_bound() {
-    let policy = ListenPolicy { lifetime: Duration::from_secs(1), ..quick(true) };
+    let policy = {
+        let mut value = quick(true);
+        value.lifetime = Duration::from_secs(1);
+        value
+    };
     let addr = spawn(everything_with(deps_with(policy, Arc::default()), Transport::Streaming)).await;
     let mut stream = EventStream::open(addr, &listen(9, json!({"toolsListChanged": true}), json!({})), None).await;
     let rest = stream.rest().await;
@@ -214,7 +226,11 @@ async fn task_ids_need_the_tasks_extension() {
 
 #[tokio::test]
 async fn open_streams_per_caller_are_bounded() {
-    let policy = ListenPolicy { max_per_owner: 1, ..quick(true) };
+    let policy = {
+        let mut value = quick(true);
+        value.max_per_owner = 1;
+        value
+    };
     let addr = spawn(everything_with(deps_with(policy, Arc::default()), Transport::Streaming)).await;
     let mut first = EventStream::open(addr, &listen(1, json!({"toolsListChanged": true}), json!({})), Some("alice")).await;
     first.until_method("notifications/subscriptions/acknowledged").await;

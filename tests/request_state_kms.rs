@@ -63,7 +63,12 @@ async fn every_changed_byte_truncation_and_unknown_version_fail_closed() {
     let key = fresh_key(&sdk().await).await;
     // Each changed byte of the data key is a key KMS is asked about: a
     // budget for all of them, so every answer is KMS's own.
-    let window = KeyWindow { max_decrypts_per_minute: 10_000, max_decrypts_per_caller_per_minute: 10_000, ..KeyWindow::default() };
+    let window = {
+        let mut value = KeyWindow::default();
+        value.max_decrypts_per_minute = 10_000;
+        value.max_decrypts_per_caller_per_minute = 10_000;
+        value
+    };
     let (sealer, _) = kms_sealer(&key, "e2e", window, ManualClock::at(1_000)).await;
     let binding = StateBinding::new(&caller("alice"), "tools/call", "checkout", &json!({"basket": "b"}), "e2e");
     let token = sealer.seal(&binding, &json!({"step": 1}), Duration::from_secs(600)).await.unwrap();
@@ -116,7 +121,11 @@ async fn principal_tool_arguments_audience_and_expiry_are_bound() {
 #[tokio::test]
 async fn state_sealed_before_a_key_rotation_still_opens() {
     let key = fresh_key(&sdk().await).await;
-    let window = KeyWindow { max_seals: 1, ..KeyWindow::default() };
+    let window = {
+        let mut value = KeyWindow::default();
+        value.max_seals = 1;
+        value
+    };
     let (sealer, calls) = kms_sealer(&key, "e2e", window, ManualClock::at(1_000)).await;
     let binding = StateBinding::new(&caller("alice"), "tools/call", "t", &json!({}), "e2e");
     let old = sealer.seal(&binding, &json!("old"), Duration::from_secs(600)).await.unwrap();
@@ -140,7 +149,11 @@ async fn state_sealed_before_a_key_rotation_still_opens() {
 #[tokio::test]
 async fn forged_data_keys_cost_at_most_one_decrypt_each_and_a_bounded_number_per_minute() {
     let key = fresh_key(&sdk().await).await;
-    let window = KeyWindow { max_decrypts_per_minute: 5, ..KeyWindow::default() };
+    let window = {
+        let mut value = KeyWindow::default();
+        value.max_decrypts_per_minute = 5;
+        value
+    };
     let (sealer, calls) = kms_sealer(&key, "e2e", window, ManualClock::at(1_000)).await;
     let decrypts = || calls.decrypt.load(std::sync::atomic::Ordering::Relaxed);
     let binding = StateBinding::new(&caller("mallory"), "tools/call", "t", &json!({}), "e2e");
@@ -170,7 +183,11 @@ async fn forged_data_keys_cost_at_most_one_decrypt_each_and_a_bounded_number_per
 async fn forged_tokens_spend_their_callers_budget_not_another_callers() {
     let key = fresh_key(&sdk().await).await;
     let (sealer_a, _) = kms_sealer(&key, "e2e", KeyWindow::default(), ManualClock::at(1_000)).await;
-    let window = KeyWindow { cache_entries: 2, ..KeyWindow::default() };
+    let window = {
+        let mut value = KeyWindow::default();
+        value.cache_entries = 2;
+        value
+    };
     let (sealer_c, calls_c) = kms_sealer(&key, "e2e", window.clone(), ManualClock::at(1_000)).await;
     let decrypts = || calls_c.decrypt.load(std::sync::atomic::Ordering::Relaxed);
     let alice = StateBinding::new(&caller("alice"), "tools/call", "t", &json!({}), "e2e");

@@ -94,11 +94,12 @@ async fn a_minute_long_task_costs_a_few_units_a_second_and_unnamed_arguments_cos
     // One meter per function: the request side and the worker.
     let (server_meter, worker_meter) = (FaultProxy::in_front_of_emulator().await, FaultProxy::in_front_of_emulator().await);
     let queues = fresh_queues(&direct, 30, 3).await;
-    let settings = AwsSettings {
-        table_name: Some(fresh_table(&direct).await),
-        audience: Some(unique("cost")),
-        task_queue_url: Some(queues.url.clone()),
-        ..Default::default()
+    let settings = {
+        let mut value = AwsSettings::default();
+        value.table_name = Some(fresh_table(&direct).await);
+        value.audience = Some(unique("cost"));
+        value.task_queue_url = Some(queues.url.clone());
+        value
     };
     let through_meter = e2e::emulator::loader(&e2e::emulator::limits()).endpoint_url(&server_meter.url).load().await;
     let addr = start_task_server_with(mcp_aws::dependencies(&settings, Some(&through_meter), Arc::new(SystemClock))).await;

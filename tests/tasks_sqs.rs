@@ -36,11 +36,12 @@ impl Stack {
         let sdk = sdk().await;
         let table = fresh_table(&sdk).await;
         let queues = fresh_queues(&sdk, visibility_seconds, max_receives).await;
-        let settings = AwsSettings {
-            table_name: Some(table),
-            audience: Some(unique("tasks")),
-            task_queue_url: Some(queues.url.clone()),
-            ..Default::default()
+        let settings = {
+            let mut value = AwsSettings::default();
+            value.table_name = Some(table);
+            value.audience = Some(unique("tasks"));
+            value.task_queue_url = Some(queues.url.clone());
+            value
         };
         Self { settings, queues }
     }
@@ -238,7 +239,11 @@ async fn a_message_lost_between_the_write_and_the_send_is_sent_again_and_the_tas
     let store = Arc::new(mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), stack.settings.table_name.as_deref().unwrap()));
     let queue =
         LoseFirstSend { inner: mcp_aws::SqsTaskQueue::new(aws_sdk_sqs::Client::new(&sdk), &stack.queues.url), lost: Default::default() };
-    let policy = TaskPolicy { start_deadline: Duration::from_secs(2), ..TaskPolicy::default() };
+    let policy = {
+        let mut value = TaskPolicy::default();
+        value.start_deadline = Duration::from_secs(2);
+        value
+    };
     deps.tasks = TaskBackend::new(store, Arc::new(queue), Arc::new(SystemClock)).with_policy(policy);
     let addr = start_task_server_with(deps).await;
     let id = start_task(addr, PRINCIPAL, "slow_compute", json!({"seconds": 1, "label": "lost"})).await;

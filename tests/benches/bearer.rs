@@ -47,7 +47,7 @@ async fn main() {
     let issuer = issuer().await;
     let (es256, rs256) = (SigningKey::new("es256"), SigningKey::rsa("rs256", json!({"alg": "RS256", "use": "sig"})));
     issuer.keys.lock().unwrap().extend([es256.jwk(), rs256.jwk()]);
-    let policy = BearerPolicy { issuer: issuer.url.clone(), audiences: vec![AUDIENCE.into()], scopes: vec!["mcp".into()], jwks_url: None };
+    let policy = BearerPolicy::new(issuer.url.clone(), vec![AUDIENCE.into()]).with_scopes(vec!["mcp".into()]);
     let verified = fixture_endpoint(Dependencies::in_process(), Mode::Local).with_bearer(BearerVerifier::new(policy).unwrap());
     let plain = fixture_endpoint(Dependencies::in_process(), Mode::Local);
     let es256_header = format!("Bearer {}", es256.sign(&claims(&issuer.url, "bench", "mcp")));

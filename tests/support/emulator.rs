@@ -140,7 +140,13 @@ pub async fn fresh_key(sdk: &aws_config::SdkConfig) -> String {
 }
 
 pub fn settings(key: &str, table: &str, audience: &str) -> AwsSettings {
-    AwsSettings { state_key_id: Some(key.into()), table_name: Some(table.into()), audience: Some(audience.into()), ..Default::default() }
+    {
+        let mut value = AwsSettings::default();
+        value.state_key_id = Some(key.into());
+        value.table_name = Some(table.into());
+        value.audience = Some(audience.into());
+        value
+    }
 }
 
 /// An independently built server instance: its own SDK clients, key cache

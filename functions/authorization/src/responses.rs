@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 /// An OAuth error code (RFC 6749, 4.1.2.1 and 5.2; RFC 7591, 3.2.2; RFC 8707, 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorCode {
     /// A parameter missing, repeated, malformed or unsupported.
     InvalidRequest,

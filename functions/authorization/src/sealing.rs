@@ -18,6 +18,7 @@ pub const MAX_SEALED_BYTES: usize = 8 * 1024;
 
 /// What a sealed record is for: each opens only as what it was sealed as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Purpose {
     /// A client id from registration (RFC 7591).
     ClientId,
@@ -39,6 +40,7 @@ impl Purpose {
 
 /// Why a sealed record was not made or did not open.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SealingError {
     /// Forged, altered, expired, for another purpose, browser or
     /// deployment, or not a record at all: the client's fault.

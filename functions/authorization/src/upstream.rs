@@ -38,6 +38,7 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why the upstream sign-in failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum UpstreamError {
     /// The provider could not be reached, or answered what it should not.
     #[error("the identity provider is unavailable: {0}")]

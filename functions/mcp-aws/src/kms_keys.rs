@@ -44,6 +44,7 @@ pub const CONTEXT_AUDIENCE_KEY: &str = "audience";
 /// How long a data key seals, and what an instance keeps of the keys it
 /// opened or was refused.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct KeyWindow {
     /// A data key seals for at most this long before a new one is
     /// generated.

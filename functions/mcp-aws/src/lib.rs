@@ -31,7 +31,7 @@ use mcp_stateless::{
     sealed::request_state::{DEFAULT_MAX_TOKEN_BYTES, EnvelopeSealer, InProcessKey, RequestStateSealer},
     subscriptions::{ChangeFeed, InMemoryFeed, ListenPolicy, Subscriptions},
     tasks::{
-        TaskBackend, TaskPolicy, TaskTools, TaskWorker,
+        TaskBackend, TaskTools, TaskWorker,
         store::{TaskStore, memory::InMemoryTaskStore},
         timings,
     },
@@ -162,7 +162,8 @@ pub async fn run_worker(tools: TaskTools) -> Result<(), StartError> {
     let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table));
     let queue = Arc::new(SqsTaskQueue::new(sqs.clone(), queue_url));
     // The outcome's write must fit before the invocation's deadline.
-    let policy = TaskPolicy { deadline_margin: timings::deadline_margin(limits.operation), ..common.tasks };
+    let mut policy = common.tasks;
+    policy.deadline_margin = timings::deadline_margin(limits.operation);
     let backend = TaskBackend::new(store.clone(), queue, Arc::new(SystemClock)).with_policy(policy).with_quota(store);
     let worker = TaskWorker::new(backend.with_tools(tools));
     match mode {

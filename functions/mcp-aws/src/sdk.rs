@@ -44,6 +44,7 @@ use crate::CallLimits;
 /// What the SDK's configuration takes from the environment beyond the
 /// SDK's own reading of it.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct SdkEnvironment {
     /// On Lambda with the role's credentials in the environment: the
     /// region to use (`AWS_REGION`), read as Lambda sets it. `None`

@@ -24,6 +24,7 @@ pub const TASK_DEAD_LETTER_QUEUE_ARN: &str = "MCP_TASK_DEAD_LETTER_QUEUE_ARN";
 /// memory or this process, which only the local server may use
 /// ([`check`](Self::check)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AwsSettings {
     /// `MCP_STATE_KEY_ID`: KMS key id, ARN or alias. Unset: an in-process
     /// key (local only).

@@ -67,6 +67,7 @@ pub struct BatchItemFailure {
 
 /// Which queue a message came from decides what it means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Source {
     /// Run the task.
     TaskQueue,

@@ -77,6 +77,7 @@ pub use settings::Settings;
 /// Why a function did not start, or stopped serving: what its `main`
 /// returns.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartError {
     /// A setting is missing or malformed, or asks for what this start
     /// refuses (in-process state in Lambda, a local server beyond

@@ -16,6 +16,7 @@ use std::{
 
 /// What is counted per request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Counter {
     /// A KMS `GenerateDataKey` or `Decrypt` call.
     KmsCalls,

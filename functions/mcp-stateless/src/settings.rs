@@ -28,6 +28,7 @@ use crate::{
 
 /// What the machinery was configured with.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Settings {
     /// Where the process runs: Lambda when `AWS_LAMBDA_RUNTIME_API` is set,
     /// the local server otherwise.

@@ -78,6 +78,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// Clients never see the detail: the edge answers -32603 and logs it.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StoreError {
     /// Unreachable, throttled or failing after the SDK's own retries.
     #[error("store unavailable: {0}")]

@@ -35,6 +35,7 @@ pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why a document was not fetched. Said to the developer on the error page.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FetchError {
     /// The host resolves to an address this server does not fetch from.
     #[error("the client_id's host resolves to an address that is not public")]

@@ -50,6 +50,7 @@ impl Client {
 
 /// Why a client id names no client.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     /// Not a client: the id is malformed, forged or expired, or its
     /// metadata document is unusable (the reason says which, for the

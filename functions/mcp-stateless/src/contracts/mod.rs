@@ -6,13 +6,16 @@
 //!
 //! Behind the `contracts` feature: a fork writing, say, a handle store of
 //! its own adds `mcp-stateless = { ..., features = ["contracts"] }` to its
-//! dev-dependencies and writes
+//! dev-dependencies and runs the suite on its store in a test, as here on
+//! the in-memory one:
 //!
-//! ```ignore
-//! #[tokio::test]
-//! async fn my_store_keeps_the_handle_contract() {
-//!     mcp_stateless::contracts::handle_store(&MyStore::connect().await).await;
-//! }
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! use mcp_stateless::{contracts, handles::memory::InMemoryHandleStore};
+//!
+//! contracts::handle_store(&InMemoryHandleStore::default()).await;
+//! # }
 //! ```
 //!
 //! The ports that expire things take the time as an argument, so no suite

@@ -16,6 +16,7 @@ pub const DEV_PRINCIPAL_HEADER: &str = "x-mcp-dev-principal";
 /// What the edge admits and how it answers, read once at start
 /// (`settings.rs`).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct EdgePolicy {
     /// Where the process runs: it decides the default hosts and origins
     /// and the request log's format.

@@ -17,6 +17,7 @@ pub const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 /// What the metadata document says. The default names no authorization
 /// server, and so publishes nothing (auth off).
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ResourceMetadata {
     /// `MCP_AUTHORIZATION_SERVERS`: issuer URLs, comma-separated.
     pub authorization_servers: Vec<String>,
@@ -31,6 +32,18 @@ pub struct ResourceMetadata {
 }
 
 impl ResourceMetadata {
+    /// A document naming `authorization_servers` and `scopes_supported`,
+    /// for the request's own resource URI at the domain root.
+    pub fn new(authorization_servers: Vec<String>, scopes_supported: Vec<String>) -> Self {
+        Self { authorization_servers, scopes_supported, resource: None, base_path: String::new() }
+    }
+
+    /// Clients see the endpoint under `base_path` (a REST API's stage).
+    pub fn with_base_path(mut self, base_path: impl Into<String>) -> Self {
+        self.base_path = base_path.into();
+        self
+    }
+
     pub(crate) fn is_published_at(path: &str) -> bool {
         path == WELL_KNOWN || path.strip_prefix(WELL_KNOWN) == Some(MCP_PATH)
     }

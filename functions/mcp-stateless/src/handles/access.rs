@@ -22,6 +22,7 @@ const CAS_BACKOFF_START: Duration = Duration::from_millis(10);
 /// Why a handle operation did not happen, in terms a tool can answer with
 /// ([`into_tool_result`](Self::into_tool_result)).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum HandleFailure {
     /// Unknown, malformed or somebody else's: one answer for all three.
     Unknown,

@@ -78,6 +78,7 @@ impl Principal {
 
 /// Which era of the protocol the client speaks (basic/versioning, "Eras").
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Era {
     /// 2026-07-28: everything in the request's own `_meta`.
     #[default]
@@ -135,6 +136,7 @@ pub struct CallContext {
 
 /// Why a request's `_meta` is malformed (-32602, HTTP 400).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MetaError {
     /// `params._meta` is absent, or not an object.
     #[error("request _meta is missing")]

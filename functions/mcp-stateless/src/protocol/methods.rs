@@ -13,6 +13,7 @@ use serde_json::Value;
 
 /// Which protocol era has a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Eras {
     /// Both the 2025 era and 2026-07-28.
     Both,
@@ -24,6 +25,7 @@ pub enum Eras {
 
 /// Who answers a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ServedBy {
     /// The `ServerHandler` (through rmcp), for either era.
     Handler,

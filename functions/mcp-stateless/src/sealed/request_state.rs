@@ -102,6 +102,7 @@ pub fn canonical_json(value: &Value) -> String {
 /// Why a continuation was not sealed. Each is the server's failure:
 /// clients see -32603.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SealError {
     /// The token would be longer than the sealer allows.
     #[error("sealed requestState would be {size} bytes, over the {limit}-byte limit; keep large continuations behind a handle")]
@@ -124,6 +125,7 @@ pub enum SealError {
 /// expired (-32602) or that the server failed (-32603): the variants exist
 /// for logs and tests, never for the wire.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OpenError {
     /// Not a token as this sealer writes them: too long, another version
     /// or encoding, truncated, a key reference too long to be one, or a

@@ -42,6 +42,7 @@ pub enum Answer {
 
 /// Why an answer was not taken.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AnswerRefusal {
     /// No pending request of this session has this id (unknown, another
     /// caller's or session's, expired, or already answered): all alike.

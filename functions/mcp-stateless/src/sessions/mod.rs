@@ -105,6 +105,7 @@ pub struct SessionState {
 
 /// Why a session could not be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SessionError {
     /// Forged, foreign, expired or ended: all look alike to the client
     /// (HTTP 404, start a new session).

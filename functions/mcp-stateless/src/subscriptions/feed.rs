@@ -16,6 +16,7 @@ use crate::storage::{LockedMap, StoreError};
 
 /// The three lists a client can watch for changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ListKind {
     /// `tools/list`, task tools included.
     Tools,

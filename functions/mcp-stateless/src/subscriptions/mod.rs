@@ -33,6 +33,7 @@ pub const MAX_LISTEN_RESOURCES: usize = 20;
 
 /// How streams behave; read once at start (`settings.rs`).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ListenPolicy {
     /// Whether responses stream here (the local server, or Lambda with
     /// `MCP_TRANSPORT=streaming`); nothing is advertised otherwise.

@@ -14,6 +14,7 @@ pub struct TaskIdsFilter(pub Vec<String>);
 
 /// Why a listen request's `taskIds` are refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TaskIdsRefusal {
     /// Not an array of strings, or too many (-32602).
     Malformed(String),

@@ -12,6 +12,7 @@ use crate::quota::QuotaKey;
 /// `MCP_TASK_LEASE_SECONDS`, `MCP_TASK_START_DEADLINE_SECONDS`,
 /// `MCP_TASK_TTL_SECONDS` and `MCP_TASK_MAX_PER_OWNER`; unset, the defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TaskSettings {
     /// `MCP_WORKER_TIMEOUT_SECONDS`: how long one worker run may take.
     pub worker_timeout: Option<Duration>,
@@ -34,6 +35,7 @@ pub struct TaskSettings {
 /// Lifetimes and pacing, the same for every task of a function, derived
 /// from the deployment's worker timeout and attempts ([`TaskTimings`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TaskPolicy {
     /// From creation; never extended. The record is unreadable after it.
     pub ttl: Duration,

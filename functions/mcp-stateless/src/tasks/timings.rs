@@ -52,6 +52,7 @@ pub fn retry_delay(receives: u32) -> Duration {
 
 /// The timings one deployment's tasks run by (see the module's header).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TaskTimings {
     /// How long one worker run may take: the worker function's timeout.
     pub worker_timeout: Duration,

@@ -37,6 +37,7 @@ pub enum TaskSupport {
 
 /// What one run of a task function produced.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum TaskStep {
     /// The tool's result (`isError` results included: the task is `completed`).
     Complete(CallToolResult),

@@ -41,6 +41,7 @@ pub const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
 /// What to tell the queue about a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Disposition {
     /// Delete it: the task has an outcome, or needs nothing from this message.
     Done,

@@ -53,6 +53,7 @@ pub const LEEWAY_SECONDS: u64 = 60;
 /// variables, which `settings.rs` reads and [`BearerPolicy::check`]s
 /// before the start goes on.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct BearerPolicy {
     /// `MCP_JWT_ISSUER`: the only `iss` accepted.
     pub issuer: String,
@@ -66,6 +67,18 @@ pub struct BearerPolicy {
 }
 
 impl BearerPolicy {
+    /// Tokens of `issuer` for one of `audiences`, any scope, keys where the
+    /// issuer's OpenID configuration names them.
+    pub fn new(issuer: impl Into<String>, audiences: Vec<String>) -> Self {
+        Self { issuer: issuer.into(), audiences, scopes: Vec::new(), jwks_url: None }
+    }
+
+    /// Tokens must hold one of `scopes`.
+    pub fn with_scopes(mut self, scopes: Vec<String>) -> Self {
+        self.scopes = scopes;
+        self
+    }
+
     /// An issuer needs the audiences it may mint for, and key URLs that
     /// pass [`key_url`]'s rule: otherwise the start stops, saying which.
     pub fn check(&self) -> Result<(), String> {
@@ -93,6 +106,7 @@ impl BearerPolicy {
 
 /// Why a request is refused, and the status and `WWW-Authenticate` error.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Refusal {
     /// No bearer token: 401 without an error code (RFC 6750, 3.1).
     Missing,
