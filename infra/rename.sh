@@ -22,7 +22,7 @@ swap() {
       s/(?<![\w-])\Q$ENV{OLD}\E-worker\b/$ENV{NEW}-worker/g;
       s/(?<![\w-])\Q$ENV{OLD_CRATE}\E::/$ENV{NEW_CRATE}::/g;
       s/^(\s*(?:name\s*=\s*"|Binary:\s*))\Q$ENV{OLD}\E("?)\s*$/$1$ENV{NEW}$2\n/;
-      s/^\Q$ENV{OLD}\E = \{ path = "\.\.\/\Q$ENV{OLD}\E" \}/$ENV{NEW} = { path = "..\/$ENV{NEW}" }/;
+      s/^\Q$ENV{OLD}\E = \{ path = "\.\.\/\Q$ENV{OLD}\E"/$ENV{NEW} = { path = "..\/$ENV{NEW}"/;
       s/-p \Q$ENV{OLD}\E\b/-p $ENV{NEW}/g;
       s/--package \Q$ENV{OLD}\E\b/--package $ENV{NEW}/g;
     ' "$@"
