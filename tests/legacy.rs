@@ -224,6 +224,9 @@ async fn a_newer_notification_stream_replaces_the_older_and_delete_ends_it() {
     let (holder, other) = two_instances().await;
     let client = LegacyClient::initialize(other, "alice", json!({})).await;
     let mut older = client.notifications(holder).await;
+    // A stream becomes the session's once it is open (after its response
+    // began): a change reaching it says it is, so the newer comes after.
+    until_notified(&mut older, &client, other).await;
     let mut newer = client.notifications(other).await;
     assert_eq!((older.status, newer.status), (200, 200));
     // Replaced, the older ends at its next check (every 5 s), long before

@@ -37,28 +37,47 @@ impl EventReader {
 
     /// The next complete event (without its blank line), waiting for the
     /// body as long as it takes; a last event without its blank line still
-    /// counts. `None` once the body ended. Cancel-safe: nothing read is
-    /// held across an await.
+    /// counts. `None` once the body ended.
     pub async fn next(&mut self) -> Option<String> {
         loop {
-            if let Some(event) = take_event(&mut self.buffer) {
+            if let Some(event) = self.buffered() {
                 return Some(event);
             }
-            if self.ended {
+            if self.ended() {
                 return None;
             }
-            match self.body.frame().await {
-                Some(Ok(frame)) => {
-                    if let Ok(data) = frame.into_data() {
-                        self.buffer.extend_from_slice(&data);
-                    }
+            self.fill().await;
+        }
+    }
+
+    /// The next event already read in full, if any.
+    pub fn buffered(&mut self) -> Option<String> {
+        take_event(&mut self.buffer)
+    }
+
+    /// Whether the body ended and every event of it was taken.
+    pub fn ended(&self) -> bool {
+        self.ended && self.buffer.is_empty()
+    }
+
+    /// Reads the body's next frame into the buffer; at its end, a last
+    /// event without its blank line is completed. Cancel-safe: a frame is
+    /// buffered as soon as it is read, with no await in between.
+    pub async fn fill(&mut self) {
+        if self.ended {
+            return;
+        }
+        match self.body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    self.buffer.extend_from_slice(&data);
                 }
-                Some(Err(never)) => match never {},
-                None => {
-                    self.ended = true;
-                    if !self.buffer.is_empty() {
-                        self.buffer.extend_from_slice(b"\n\n");
-                    }
+            }
+            Some(Err(never)) => match never {},
+            None => {
+                self.ended = true;
+                if !self.buffer.is_empty() {
+                    self.buffer.extend_from_slice(b"\n\n");
                 }
             }
         }

@@ -111,20 +111,21 @@ pub fn rewritten<R: Rewrite>(
     };
     let frames = futures::stream::unfold(state, |mut state| async move {
         loop {
+            // An event already read leaves before anything else is looked at.
+            if let Some(event) = state.events.buffered() {
+                if state.guard.is_some() && sse::data(&event).is_some() && !state.may_go_on().await {
+                    return None;
+                }
+                let event = state.render(&event);
+                return Some((Ok(Frame::data(Bytes::from(event))), state));
+            }
+            if state.events.ended() {
+                return None;
+            }
             let cut = state.deadline.as_ref().map(|(at, _)| *at);
             let check = state.guard.as_ref().map(|(_, at)| *at);
             tokio::select! {
-                // An event already read leaves before anything else is
-                // looked at.
-                biased;
-                event = state.events.next() => {
-                    let event = event?;
-                    if state.guard.is_some() && sse::data(&event).is_some() && !state.may_go_on().await {
-                        return None;
-                    }
-                    let event = state.render(&event);
-                    return Some((Ok(Frame::data(Bytes::from(event))), state));
-                }
+                () = state.events.fill() => {}
                 _ = sleep_until(check) => {
                     if !state.may_go_on().await {
                         return None;

@@ -17,17 +17,19 @@ use rmcp::{
         prompt::PromptContext,
         router::prompt::{IntoPromptRoute, PromptRoute},
     },
-    model::{GetPromptRequestParams, GetPromptResponse, InputResponses, Prompt, PromptArgument},
+    model::{GetPromptRequestParams, GetPromptResponse, InputResponses, Prompt, PromptArgument, RequestMetaObject},
 };
 
 use crate::protocol::context::CallContext;
 
-/// The rounds a `prompts/get` carries, which prompt routes are not given:
-/// put in the request's extensions by the registry, read by the route.
+/// What a `prompts/get` carries besides the name and arguments, which
+/// prompt routes are not given: put in the request's extensions by the
+/// registry, read by the route.
 #[derive(Clone, Default)]
 pub(super) struct Rounds {
     pub(super) input_responses: Option<InputResponses>,
     pub(super) request_state: Option<String>,
+    pub(super) meta: Option<RequestMetaObject>,
 }
 
 /// A prompt served by a function that sees the whole `prompts/get`
@@ -77,6 +79,7 @@ impl<S: Clone + Send + Sync + 'static> AskingPrompt<S> {
             request.arguments = prompt.arguments;
             request.input_responses = rounds.input_responses;
             request.request_state = rounds.request_state;
+            request.meta = rounds.meta;
             let call = CallContext::of(&prompt.context).map(|ctx| serve(prompt.server.clone(), ctx, request));
             async move { call?.await }.boxed()
         });

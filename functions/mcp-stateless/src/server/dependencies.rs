@@ -28,29 +28,19 @@ pub struct Dependencies {
     pub tasks: tasks::TaskBackend,
     /// `subscriptions/listen` streams and the change feed they read.
     pub subscriptions: subscriptions::Subscriptions,
-    /// 2025-era clients' sessions, sealed under the same keys as
-    /// `requestState`; the edge serves them (the `legacy` feature).
-    #[cfg(feature = "legacy")]
-    pub sessions: crate::sessions::LegacySessions,
 }
 
 impl Dependencies {
-    /// From one value per port; 2025-era sessions (the `legacy` feature)
-    /// are sealed as `request_states` seals and kept where `handles` are.
+    /// From one value per port. (2025-era sessions, the `legacy`
+    /// feature's, are sealed as `request_states` seals and kept where
+    /// `handles` are: the edge makes them, `McpEndpoint::with_dependencies`.)
     pub fn new(
         request_states: RequestStates,
         handles: Handles,
         tasks: tasks::TaskBackend,
         subscriptions: subscriptions::Subscriptions,
     ) -> Self {
-        Self {
-            #[cfg(feature = "legacy")]
-            sessions: crate::sessions::LegacySessions::of(&request_states, &handles),
-            request_states,
-            handles,
-            tasks,
-            subscriptions,
-        }
+        Self { request_states, handles, tasks, subscriptions }
     }
 
     /// Zero-setup defaults: `requestState` sealed under a random in-process

@@ -213,7 +213,8 @@ impl<S: Send + Sync + 'static> Registry<S> {
         if self.capabilities.prompts.is_none() {
             return Err(ErrorData::method_not_found::<GetPromptRequestMethod>());
         }
-        let rounds = asking_prompt::Rounds { input_responses: request.input_responses, request_state: request.request_state };
+        let rounds =
+            asking_prompt::Rounds { input_responses: request.input_responses, request_state: request.request_state, meta: request.meta };
         context.extensions.insert(rounds);
         self.prompts.get_prompt(PromptContext::new(server, request.name, request.arguments, context)).await
     }

@@ -154,7 +154,7 @@ impl LegacySessions {
 
     /// Sessions sealed as `request_states` seals (its keys, its audience,
     /// its clock) and kept where `handles` are: what a deployment's
-    /// sessions are made of (`Dependencies::new`).
+    /// sessions are made of (`McpEndpoint::with_dependencies`).
     pub fn of(request_states: &RequestStates, handles: &Handles) -> Self {
         let (sealer, clock, audience) = request_states.parts();
         Self::new(sealer, handles.store(), clock, audience)

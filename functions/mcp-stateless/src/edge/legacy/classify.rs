@@ -143,7 +143,7 @@ fn of(method: &str, message: &Map<String, Value>, headers: &HeaderMap) -> Result
                 return Ok(Claimed::Legacy(known));
             }
             match SUPPORTED_VERSIONS.iter().find(|known| **known == h) {
-                // Tolerated: the session's version is served (legacy.rs).
+                // Tolerated: the session's version is served (inbound.rs).
                 Some(newer) if headers.contains_key(SESSION_HEADER) => Ok(Claimed::Legacy(newer)),
                 Some(_) => Ok(Claimed::Modern),
                 None => Err(EdgeError::UnsupportedVersion { requested: h.to_owned(), legacy: true }),

@@ -76,7 +76,7 @@ impl Legacy<'_> {
             && SUPPORTED_VERSIONS.contains(&version)
         {
             // Its header named a newer version than the session's, which
-            // is what it is served at (era.rs).
+            // is what it is served at (classify.rs).
             let client = session.client_info.as_ref().and_then(|info| info.get("name")).and_then(Value::as_str);
             log.forgiven.add(Tolerated::SessionVersion, client);
         }

@@ -90,9 +90,10 @@ impl LegacySide {
         Self { sessions: None, info: LegacyInfo::new(&handler.get_info(), notifies), tool_schemas, rounds }
     }
 
-    /// Serves the era with `deps`' sessions.
+    /// Serves the era with sessions sealed as `deps` seal `requestState`
+    /// and kept where its handles are.
     pub(super) fn with_dependencies(mut self, deps: &Dependencies) -> Self {
-        self.sessions = Some(deps.sessions.clone());
+        self.sessions = Some(LegacySessions::of(&deps.request_states, &deps.handles));
         self
     }
 
