@@ -13,7 +13,7 @@ mod asking_prompt;
 pub mod dependencies;
 mod methods;
 
-use std::borrow::Cow;
+use std::{borrow::Cow, sync::Arc};
 
 use rmcp::{
     ErrorData, RoleServer,
@@ -87,8 +87,10 @@ struct FixedResources {
 /// Cheap to clone (rmcp clones the server for every request).
 #[derive(Clone)]
 pub struct Registry<S> {
-    tools: ToolRouter<S>,
-    prompts: PromptRouter<S>,
+    /// Shared, as everything here: rmcp clones the server for every
+    /// request, and a router's clone would copy its every route.
+    tools: Arc<ToolRouter<S>>,
+    prompts: Arc<PromptRouter<S>>,
     fixed: Option<FixedResources>,
     handle_resources: HandleResources,
     /// What the parts add up to, decided once (rmcp asks for the server's
@@ -299,8 +301,8 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         // Only handle-backed resources change, so only they can be watched.
         let capabilities = deps.subscriptions.advertise(capabilities, !self.handle_resources.is_empty());
         let registry = Registry {
-            tools,
-            prompts: self.prompts,
+            tools: Arc::new(tools),
+            prompts: Arc::new(self.prompts),
             fixed: self.fixed,
             handle_resources: self.handle_resources,
             capabilities,
