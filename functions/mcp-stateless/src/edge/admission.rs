@@ -14,6 +14,7 @@ use crate::{
         policy::{EdgePolicy, MCP_PATH},
         protected_resource::ResourceMetadata,
         request_log::RequestLog,
+        stream::Delivery,
         tolerance::{self, AnswerAsJson, Tolerated, VERSION_HEADER, VersionHeaders},
     },
     protocol::{
@@ -55,7 +56,7 @@ impl Admission<'_> {
         &self,
         mut request: http::Request<Bytes>,
         log: &mut RequestLog,
-        stream: bool,
+        delivery: Delivery,
     ) -> Result<Admitted, (EdgeError, Option<Value>)> {
         let facts = request.extensions().get::<EntryFacts>().cloned().unwrap_or_default();
         log.trace_id = request.headers().get("traceparent").and_then(|v| v.to_str().ok()).and_then(trace_id);
@@ -76,7 +77,7 @@ impl Admission<'_> {
         // Before anything reads the version header.
         let version_headers = tolerance::version_headers(request.headers_mut());
         if request.method() != Method::POST && self.legacy {
-            request = match Route::without_body(request, &facts.principal, stream) {
+            request = match Route::without_body(request, &facts.principal, delivery) {
                 Ok(route) => return Ok(Admitted::Legacy(route)),
                 Err(request) => request,
             };
@@ -166,7 +167,7 @@ impl Admission<'_> {
             // handler advertises, and a handler without streams has none to
             // hold: the listen is acknowledged with nothing honoured and
             // ended at once (subscriptions::ListenNotServed).
-            if !stream || !self.listens {
+            if delivery == Delivery::Whole || !self.listens {
                 // Nothing is honoured, whatever the handler would watch.
                 let mut object = object;
                 if let Some(params) = object.get_mut("params").and_then(Value::as_object_mut) {

@@ -37,7 +37,7 @@ use crate::{
         request_log::RequestLog,
         rewrite::{FinalRewrite, Finished, Messages, SERVER_INFO_META, no_store},
         stamp,
-        stream::{self, EdgeBody, Rewrite, STREAM_MARGIN, is_event_stream},
+        stream::{self, Delivery, EdgeBody, Rewrite, STREAM_MARGIN, is_event_stream},
         tolerance,
     },
     metrics,
@@ -137,7 +137,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     pub async fn handle(&self, request: http::Request<Bytes>) -> http::Response<Bytes> {
         let started = Instant::now();
         let mut log = RequestLog::default();
-        let (reply, counts) = metrics::scope(self.respond(request, &mut log, false)).await;
+        let (reply, counts) = metrics::scope(self.respond(request, &mut log, Delivery::Whole)).await;
         let Reply::Whole(mut response) = reply else { unreachable!("a buffered answer is whole: only streams converse") };
         log.finish(self.policy.mode, response.status(), started.elapsed(), &counts);
         no_store(response.headers_mut());
@@ -150,7 +150,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     pub async fn handle_streaming(&self, request: http::Request<Bytes>) -> http::Response<EdgeBody> {
         let started = Instant::now();
         let mut log = RequestLog::default();
-        let (reply, counts) = metrics::scope(self.respond(request, &mut log, true)).await;
+        let (reply, counts) = metrics::scope(self.respond(request, &mut log, Delivery::Streamed)).await;
         match reply {
             Reply::Whole(mut response) => {
                 log.finish(self.policy.mode, response.status(), started.elapsed(), &counts);
@@ -169,16 +169,16 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         }
     }
 
-    async fn respond(&self, mut request: http::Request<Bytes>, log: &mut RequestLog, stream: bool) -> Reply {
+    async fn respond(&self, mut request: http::Request<Bytes>, log: &mut RequestLog, delivery: Delivery) -> Reply {
         // A client that sent no Accept is answered whole, in JSON
         // (tolerance.rs): it may not read an event stream.
         let reply = if tolerance::accept_when_unsaid(&mut request) {
-            match self.route(request, log, false).await {
+            match self.route(request, log, Delivery::Whole).await {
                 Reply::Whole(response) => Reply::Whole(tolerance::answered_as_json(response)),
                 other => other,
             }
         } else {
-            self.route(request, log, stream).await
+            self.route(request, log, delivery).await
         };
         // What the edge forgave counts once the request was served: not
         // refused at the edge or by rmcp (a 4xx, or for a 2025-era client a
@@ -193,7 +193,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         reply
     }
 
-    async fn route(&self, mut request: http::Request<Bytes>, log: &mut RequestLog, stream: bool) -> Reply {
+    async fn route(&self, mut request: http::Request<Bytes>, log: &mut RequestLog, delivery: Delivery) -> Reply {
         if let Some(verifier) = &self.bearer
             && request.uri().path() == MCP_PATH
         {
@@ -218,11 +218,11 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         }
         let admission =
             Admission { policy: &self.policy, metadata: &self.resource_metadata, listens: self.listens, legacy: self.legacy.serves() };
-        match admission.admit(request, log, stream) {
-            Ok(Admitted::Request(request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, stream).await,
-            Ok(Admitted::Other(request, id)) => self.dispatch(request, None, id, log, stream).await,
+        match admission.admit(request, log, delivery) {
+            Ok(Admitted::Request(request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, delivery).await,
+            Ok(Admitted::Other(request, id)) => self.dispatch(request, None, id, log, delivery).await,
             Ok(Admitted::Answered(response)) => Reply::Whole(response),
-            Ok(Admitted::Legacy(route)) => self.serve_legacy(route, &admission, log, stream).await,
+            Ok(Admitted::Legacy(route)) => self.serve_legacy(route, &admission, log, delivery).await,
             Err((error, id)) => Reply::Whole(refused(log, error, id)),
         }
     }
@@ -233,7 +233,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         ctx: Option<CallContext>,
         request_id: Option<Value>,
         log: &mut RequestLog,
-        stream: bool,
+        delivery: Delivery,
     ) -> Reply {
         let (parts, body) = request.into_parts();
         let deadline = parts.extensions.get::<EntryFacts>().and_then(|facts| facts.deadline);
@@ -266,7 +266,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             log: None,
             outcome: None,
         };
-        if stream && is_event_stream(&parts.headers) {
+        if delivery == Delivery::Streamed && is_event_stream(&parts.headers) {
             return Reply::Stream { parts, body, finish, deadline, guard };
         }
         // The stateless stream ends with the final response, so buffering it

@@ -19,7 +19,7 @@ use crate::{
         error::EdgeError,
         request_log::RequestLog,
         rewrite::Shape,
-        stream::{EdgeBody, Guard},
+        stream::{Delivery, EdgeBody, Guard},
     },
     metrics::Counts,
     protocol::context::Principal,
@@ -53,7 +53,7 @@ pub(in crate::edge) enum Route {}
 // The same signatures as `legacy/classify.rs`: everything comes back.
 #[allow(clippy::result_large_err, clippy::type_complexity)]
 impl Route {
-    pub(in crate::edge) fn without_body(request: http::Request<Bytes>, _: &Principal, _: bool) -> Result<Self, http::Request<Bytes>> {
+    pub(in crate::edge) fn without_body(request: http::Request<Bytes>, _: &Principal, _: Delivery) -> Result<Self, http::Request<Bytes>> {
         Err(request)
     }
 
@@ -93,7 +93,7 @@ pub(in crate::edge) fn conversation_response(
 }
 
 impl<S: ServerHandler + Clone> McpEndpoint<S> {
-    pub(in crate::edge) async fn serve_legacy(&self, route: Route, _: &Admission<'_>, _: &mut RequestLog, _: bool) -> Reply {
+    pub(in crate::edge) async fn serve_legacy(&self, route: Route, _: &Admission<'_>, _: &mut RequestLog, _: Delivery) -> Reply {
         match route {}
     }
 }

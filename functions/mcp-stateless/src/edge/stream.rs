@@ -18,6 +18,18 @@ use serde_json::{Value, json};
 
 use crate::edge::sse;
 
+/// How one answer leaves the edge: whole, once the handler has finished
+/// (the buffered transport, and a client that cannot read an event
+/// stream), or streamed as it is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// Collected first; an event stream keeps only its messages.
+    Whole,
+    /// Event streams pass frame by frame: they may carry the server's
+    /// own requests and stay open for `subscriptions/listen`.
+    Streamed,
+}
+
 /// The events of a stream, as they are written.
 pub type Frames = StreamBody<BoxStream<'static, Result<Frame<Bytes>, Infallible>>>;
 

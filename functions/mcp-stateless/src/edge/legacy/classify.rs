@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 
 use super::SESSION_HEADER;
 use crate::{
-    edge::error::EdgeError,
+    edge::{error::EdgeError, stream::Delivery},
     protocol::{
         LEGACY_DEFAULT_VERSION, LEGACY_VERSIONS, SUPPORTED_VERSIONS,
         context::{META_PROTOCOL_VERSION, Principal},
@@ -66,12 +66,12 @@ impl Route {
     pub(in crate::edge) fn without_body(
         request: http::Request<Bytes>,
         principal: &Principal,
-        stream: bool,
+        delivery: Delivery,
     ) -> Result<Self, http::Request<Bytes>> {
         if request.method() == Method::DELETE {
             return Ok(Self::EndSession(request, principal.clone()));
         }
-        if request.method() == Method::GET && stream && request.headers().contains_key(SESSION_HEADER) {
+        if request.method() == Method::GET && delivery == Delivery::Streamed && request.headers().contains_key(SESSION_HEADER) {
             return Ok(Self::Notifications(request, principal.clone()));
         }
         Err(request)

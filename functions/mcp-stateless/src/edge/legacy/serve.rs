@@ -23,7 +23,7 @@ use crate::{
         error::EdgeError,
         request_log::RequestLog,
         rewrite::{FinalRewrite, Finished, no_store},
-        stream::{EdgeBody, STREAM_MARGIN},
+        stream::{Delivery, EdgeBody, STREAM_MARGIN},
     },
     metrics::Counts,
     protocol::{
@@ -37,7 +37,13 @@ use crate::{
 impl<S: ServerHandler + Clone> McpEndpoint<S> {
     /// Serves a 2025-era `route` (admission finds routes only where the
     /// era is served).
-    pub(in crate::edge) async fn serve_legacy(&self, route: Route, admission: &Admission<'_>, log: &mut RequestLog, stream: bool) -> Reply {
+    pub(in crate::edge) async fn serve_legacy(
+        &self,
+        route: Route,
+        admission: &Admission<'_>,
+        log: &mut RequestLog,
+        delivery: Delivery,
+    ) -> Reply {
         let side = &self.legacy;
         let Some(sessions) = &side.sessions else {
             return Reply::Whole(refused(log, EdgeError::MethodNotAllowed, None));
@@ -52,8 +58,8 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                 }
                 match session_routes::notification_stream(sessions, request, &principal).await {
                     Err(response) => Reply::Whole(response),
-                    Ok((listen, era)) => match readmit(admission, listen, era, log, stream) {
-                        Ok((request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, stream).await,
+                    Ok((listen, era)) => match readmit(admission, listen, era, log, delivery) {
+                        Ok((request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, delivery).await,
                         Err(refusal) => Reply::Whole(refusal),
                     },
                 }
@@ -65,14 +71,15 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                     Step::Answered(response) => Reply::Whole(response),
                     // The modern request it means passes every modern
                     // check, then is served, and answered, for its era.
-                    Step::Serve(request, era, session) => match readmit(admission, request, era, log, stream) {
+                    Step::Serve(request, era, session) => match readmit(admission, request, era, log, delivery) {
                         Ok((request, ctx, id)) => {
                             // Only a stream can carry the server's own
                             // requests, and only a session its answers.
-                            let may_ask = stream && log.method.as_deref().and_then(methods::method).is_some_and(|row| row.may_ask);
+                            let may_ask = delivery == Delivery::Streamed
+                                && log.method.as_deref().and_then(methods::method).is_some_and(|row| row.may_ask);
                             match session.filter(|_| may_ask) {
                                 Some(session) => self.converse(self.conversation(sessions, request, ctx, id, session, log), log).await,
-                                None => self.dispatch(request, Some(ctx), id, log, stream).await,
+                                None => self.dispatch(request, Some(ctx), id, log, delivery).await,
                             }
                         }
                         Err(refusal) => Reply::Whole(refusal),
@@ -177,9 +184,9 @@ fn readmit(
     request: http::Request<Bytes>,
     era: Era,
     log: &mut RequestLog,
-    stream: bool,
+    delivery: Delivery,
 ) -> Result<(http::Request<Bytes>, CallContext, Option<Value>), http::Response<Bytes>> {
-    match admission.admit(request, log, stream) {
+    match admission.admit(request, log, delivery) {
         Ok(Admitted::Request(mut request, mut ctx, id)) => {
             if let Some(attached) = request.extensions_mut().get_mut::<CallContext>() {
                 attached.era = era.clone();
