@@ -25,6 +25,10 @@ cargo fmt --all --check >"$STATE_DIR/fmt.diff" 2>&1 ||
 say "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings ||
   { echo "lint: clippy found the problems above" >&2; exit 1; }
+# The build without the 2025 era (the test command tests it too).
+say "cargo clippy -p mcp-stateless -p starter --no-default-features --all-targets -- -D warnings"
+cargo clippy -p mcp-stateless -p starter --no-default-features --all-targets --locked -- -D warnings ||
+  { echo "lint: clippy found the problems above in the build without the 2025 era" >&2; exit 1; }
 say "RUSTDOCFLAGS='-D warnings' cargo doc --workspace --no-deps"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked ||
   { echo "lint: rustdoc found the problems above" >&2; exit 1; }

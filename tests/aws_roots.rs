@@ -21,7 +21,7 @@ use http_body_util::Full;
 use hyper::{server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use mcp_aws::{CallLimits, SdkEnvironment};
-use mcp_stateless::Mode;
+use mcp_stateless::Entry;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
 use tokio::net::TcpListener;
 
@@ -111,7 +111,7 @@ fn lambda(added_roots: Option<PathBuf>) -> SdkEnvironment {
     if let Some(path) = added_roots {
         variables.insert("SSL_CERT_FILE".to_owned(), path.to_str().unwrap().to_owned());
     }
-    SdkEnvironment::from_variables(Mode::Lambda, variables).expect("a usable SDK environment")
+    SdkEnvironment::from_variables(&Entry::Lambda, variables).expect("a usable SDK environment")
 }
 
 async fn list_keys(environment: &SdkEnvironment, endpoint: &str) -> Result<usize, String> {
@@ -168,7 +168,8 @@ async fn refused_although_the_systems_store_would_trust_it() {
     assert!(std::env::var_os(CHILD).is_some(), "run through the_systems_store_is_not_read_beside_amazons_roots");
     let (endpoint, answered) = kms_over_tls().await;
     // Local mode: the SDK's own client, reading this process's SSL_CERT_FILE.
-    let system = SdkEnvironment::from_env().expect("the SDK environment");
+    let deployment = mcp_stateless::Settings::from_env().expect("the settings").deployment;
+    let system = mcp_aws::AwsSettings::from_env(&deployment).expect("the SDK environment").sdk;
     assert!(!system.trusts_amazon_roots());
     assert_eq!(list_keys(&system, &endpoint).await, Ok(0));
     let refused = list_keys(&lambda(None), &endpoint).await.expect_err("the CA is in the system's store only");

@@ -44,14 +44,17 @@ async fn main() {
         eprintln!("first_aws_request: needs the emulator (AWS_ENDPOINT_URL); run infra/bench.sh");
         return;
     };
-    let sdk = mcp_aws::sdk_config().await.unwrap();
+    let deployment = mcp_stateless::Settings::from_env().unwrap().deployment;
+    let settings = || mcp_aws::AwsSettings::from_env(&deployment).unwrap();
+    let sdk = mcp_aws::sdk_config(&settings()).await;
     let key = aws_sdk_kms::Client::new(&sdk).create_key().send().await.unwrap().key_metadata.unwrap().key_id;
     let table = e2e::emulator::fresh_table(&sdk).await;
     let authority = endpoint.trim_start_matches("http://").trim_end_matches('/').to_owned();
 
     let mut steps = Steps::default();
     for _ in 0..RUNS {
-        let sdk = timed(&mut steps.config, mcp_aws::sdk_config()).await.unwrap();
+        // The settings' read of the environment as a start makes it.
+        let sdk = timed(&mut steps.config, async { mcp_aws::sdk_config(&settings()).await }).await;
         let provider = sdk.credentials_provider().expect("a credentials provider");
         timed(&mut steps.credentials, async { provider.provide_credentials().await.unwrap() }).await;
         timed(&mut steps.tcp_connect, tokio::net::TcpStream::connect(&authority)).await.unwrap();

@@ -82,8 +82,8 @@ pub fn loader(limits: &mcp_aws::CallLimits) -> aws_config::ConfigLoader {
         None,
         "emulator",
     );
-    mcp_aws::sdk_loader(limits)
-        .expect("the SDK environment")
+    // Not Lambda's environment: the SDK's default chains, as locally.
+    mcp_aws::loader_for(limits, &mcp_aws::SdkEnvironment::default())
         .region(aws_config::Region::new(emulator_var("AWS_REGION")))
         .credentials_provider(credentials)
 }

@@ -11,7 +11,7 @@ use hyper::{server::conn::http1, service::service_fn};
 use hyper_util::rt::TokioIo;
 use mcp_aws::{AwsSettings, DynamoStore};
 use mcp_stateless::{
-    Mode,
+    Entry,
     clock::{Clock, SystemClock},
     sealed::redemption::{InMemoryLedger, RedemptionLedger},
 };
@@ -72,25 +72,23 @@ pub fn build(
 /// The function's `main`: reads the settings, builds the server once, and
 /// serves until the process ends.
 pub fn start() -> Result<(), mcp_stateless::StartError> {
-    let mode = mcp_stateless::detect_mode();
-    mcp_stateless::block_on(mode, run())
+    let settings = OAuthSettings::from_env().map_err(mcp_stateless::StartError::Config)?;
+    mcp_stateless::block_on(settings.deployment.runtime, run(settings))
 }
 
-async fn run() -> Result<(), mcp_stateless::StartError> {
+async fn run(settings: OAuthSettings) -> Result<(), mcp_stateless::StartError> {
     use mcp_stateless::StartError;
-    let settings = OAuthSettings::from_env().map_err(StartError::Config)?;
-    mcp_stateless::logging::init(settings.mode, &settings.log_level);
-    let aws = AwsSettings::from_env();
-    aws.check(settings.mode).map_err(StartError::Config)?;
+    mcp_stateless::logging::init(settings.deployment.log_format, &settings.log_level);
+    let aws = AwsSettings::from_env(&settings.deployment).map_err(StartError::Config)?;
+    aws.check(&settings.deployment).map_err(StartError::Config)?;
     let secret_parameter = settings.upstream.as_ref().is_some_and(|upstream| upstream.client_secret_parameter.is_some());
     let uses_aws = aws.state_key_id.is_some() || aws.table_name.is_some() || settings.signing_key_id.is_some() || secret_parameter;
-    let sdk = if uses_aws { Some(mcp_aws::sdk_config().await.map_err(StartError::Config)?) } else { None };
-    let mode = settings.mode;
-    let local_addr = settings.local_addr.clone();
+    let sdk = if uses_aws { Some(mcp_aws::sdk_config(&aws).await) } else { None };
+    let entry = settings.deployment.entry.clone();
     let server = Arc::new(build(settings, &aws, sdk.as_ref(), Arc::new(SystemClock)).map_err(StartError::Config)?);
-    match mode {
-        Mode::Lambda => serve_lambda(server).await.map_err(StartError::Lambda),
-        Mode::Local => {
+    match entry {
+        Entry::Lambda => serve_lambda(server).await.map_err(StartError::Lambda),
+        Entry::Local { addr: local_addr } => {
             let listener =
                 tokio::net::TcpListener::bind(&local_addr).await.map_err(|e| StartError::Config(format!("{local_addr}: {e}")))?;
             tracing::info!(address = %local_addr, "authorization server listening");

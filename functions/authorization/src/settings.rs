@@ -3,7 +3,7 @@
 //! No secret is read here on AWS: the upstream client secret comes from the
 //! environment only where the process runs locally.
 
-use mcp_stateless::{Mode, settings::Variables};
+use mcp_stateless::{Deployment, Mode, settings::Variables};
 
 use crate::lifetimes::Lifetimes;
 
@@ -59,8 +59,10 @@ impl std::fmt::Debug for UpstreamSettings {
 /// What the server was configured with.
 #[derive(Debug, Clone)]
 pub struct OAuthSettings {
-    /// Local or Lambda.
-    pub mode: Mode,
+    /// The deployment's decisions, as Lambda or the local server chooses
+    /// them; locally it listens at `MCP_OAUTH_LOCAL_ADDR`, else
+    /// [`DEFAULT_LOCAL_ADDR`].
+    pub deployment: Deployment,
     /// `MCP_OAUTH_ISSUER`, if set.
     pub issuer: Option<String>,
     /// `MCP_RESOURCE`: the MCP endpoint tokens are for. Unset: the issuer
@@ -78,8 +80,6 @@ pub struct OAuthSettings {
     pub cimd_trusted_hosts: Vec<String>,
     /// `MCP_OAUTH_SIGNING_KEY_ID`.
     pub signing_key_id: Option<String>,
-    /// `MCP_OAUTH_LOCAL_ADDR` for the local server; else `127.0.0.1:3001`.
-    pub local_addr: String,
     /// `MCP_LOG_LEVEL`, else `info`.
     pub log_level: String,
     /// How long codes, tokens and registrations live.
@@ -98,12 +98,13 @@ impl OAuthSettings {
 
     /// The settings `variables` give in `mode`.
     pub fn read(mode: Mode, variables: &Variables<impl Fn(&str) -> Option<String>>) -> Result<Self, String> {
+        let deployment = Deployment::defaults(mode, variables.text(LOCAL_ADDR).unwrap_or_else(|| DEFAULT_LOCAL_ADDR.to_owned()));
         let upstream = match (variables.text(UPSTREAM_ISSUER), variables.text(UPSTREAM_CLIENT_ID)) {
             (None, None) => None,
             (Some(issuer), Some(client_id)) => {
                 mcp_stateless::edge::bearer::key_url::KeyUrl::parse(&issuer).map_err(|why| format!("{UPSTREAM_ISSUER} {why}"))?;
                 let client_secret = variables.text(UPSTREAM_CLIENT_SECRET);
-                if client_secret.is_some() && mode == Mode::Lambda {
+                if client_secret.is_some() && deployment.on_lambda() {
                     return Err(format!("{UPSTREAM_CLIENT_SECRET} is for local runs: on AWS no secret goes into a function's environment"));
                 }
                 let client_secret_parameter = variables.text(UPSTREAM_CLIENT_SECRET_PARAMETER);
@@ -125,12 +126,14 @@ impl OAuthSettings {
             scopes => scopes,
         };
         let signing_key_id = variables.text(SIGNING_KEY_ID);
-        if mode == Mode::Lambda && signing_key_id.is_none() {
+        // Tokens one instance signs, every instance and the MCP function
+        // verify: a key made in the process cannot be shared.
+        if deployment.shared_state && signing_key_id.is_none() {
             return Err(format!("{SIGNING_KEY_ID} must name the KMS signing key: a key made in the process is for local runs"));
         }
         let lower = |name| variables.list(name).into_iter().map(|host| host.to_ascii_lowercase()).collect();
         Ok(Self {
-            mode,
+            deployment,
             issuer: variables.text(ISSUER).map(|issuer| issuer.trim_end_matches('/').to_owned()),
             resource: variables.text("MCP_RESOURCE"),
             base_path: variables.text("MCP_BASE_PATH").unwrap_or_default().trim_end_matches('/').to_owned(),
@@ -138,7 +141,6 @@ impl OAuthSettings {
             upstream,
             cimd_trusted_hosts: lower(CIMD_TRUSTED_HOSTS),
             signing_key_id,
-            local_addr: variables.text(LOCAL_ADDR).unwrap_or_else(|| DEFAULT_LOCAL_ADDR.to_owned()),
             log_level: variables.text("MCP_LOG_LEVEL").unwrap_or_else(|| "info".to_owned()),
             lifetimes: Lifetimes::default(),
         })

@@ -18,8 +18,9 @@ use aws_config::{retry::RetryConfig, timeout::TimeoutConfig};
 use mcp_stateless::settings::Variables;
 
 /// The bounds and retries of every AWS call the adapters make:
-/// [`CallLimits::LAMBDA`], as far as the environment leaves it
-/// ([`from_env`](Self::from_env)).
+/// [`CallLimits::LAMBDA`], as far as the settings leave it
+/// ([`from_lookup`](Self::from_lookup), which [`crate::AwsSettings`] reads
+/// at start).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallLimits {
     /// TCP and TLS set-up; in-region endpoints take milliseconds. Never
@@ -52,17 +53,13 @@ impl CallLimits {
     };
 
     /// [`LAMBDA`](Self::LAMBDA), unless `MCP_AWS_ATTEMPT_TIMEOUT_MS` or
-    /// `MCP_AWS_OPERATION_TIMEOUT_MS` say otherwise: the local emulator on a
-    /// busy machine can take seconds where AWS takes milliseconds
-    /// (`infra/common.sh` sets both for it). Read once at start; a value
-    /// that is not a number of milliseconds stops it.
-    pub fn from_env() -> Result<Self, String> {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
-    /// [`from_env`](Self::from_env) over any source of those two variables
-    /// (the tests' emulator environment, which they never write into the
-    /// process's own).
+    /// `MCP_AWS_OPERATION_TIMEOUT_MS` (as `lookup` finds them) say
+    /// otherwise: the local emulator on a busy machine can take seconds
+    /// where AWS takes milliseconds (`infra/common.sh` sets both for it). A
+    /// value that is not a number of milliseconds is refused, naming it.
+    /// Any source of variables: the process's, read once at start
+    /// ([`crate::AwsSettings::from_env`]), or the tests' emulator
+    /// environment, which they never write into the process's own.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let variables = Variables::new(lookup);
         let millis = |name: &str| Ok::<_, String>(variables.number(name, "a number of milliseconds")?.map(Duration::from_millis));

@@ -2,8 +2,9 @@
 //! `requestState` ([`kms_keys`]); one DynamoDB table for handles,
 //! single-use records, quota counts, tasks and the change feed
 //! ([`dynamo`], whose header has the item map); SQS for task messages
-//! ([`sqs_queue`]); the SDK's configuration ([`sdk`]) and the settings
-//! they read ([`settings`], [`call_limits`]);
+//! ([`sqs_queue`]); the SDK's configuration ([`sdk`]), the bounds of every
+//! call ([`call_limits`]) and the settings, the one module that reads the
+//! environment ([`settings`]);
 //! and the entry points every function's `main` calls ([`start`], and
 //! [`worker_entry`] for the task worker).
 //!
@@ -23,7 +24,7 @@ pub mod worker_entry;
 use std::sync::Arc;
 
 use mcp_stateless::{
-    Dependencies, Handles, Mode, RequestStates, Settings, StartError,
+    Dependencies, Entry, Handles, RequestStates, Settings, StartError,
     clock::{Clock, SystemClock},
     handles::{HandleStore, memory::InMemoryHandleStore},
     quota::{CreationQuota, InMemoryQuota},
@@ -40,7 +41,7 @@ use mcp_stateless::{
 pub use call_limits::CallLimits;
 pub use dynamo::DynamoStore;
 pub use kms_keys::{KeyWindow, KmsDataKeys};
-pub use sdk::{SdkEnvironment, loader_for, sdk_config, sdk_config_with, sdk_loader};
+pub use sdk::{SdkEnvironment, loader_for, sdk_config};
 pub use settings::AwsSettings;
 pub use sqs_queue::SqsTaskQueue;
 
@@ -102,37 +103,37 @@ pub fn dependencies(settings: &AwsSettings, sdk: Option<&aws_config::SdkConfig>,
     )
 }
 
-/// A function's `main`: [`run`] on the runtime its mode wants (see
-/// [`mcp_stateless::block_on`]).
+/// A function's `main`: reads the settings, then [`run`]s on the runtime
+/// they chose (see [`mcp_stateless::block_on`]).
 pub fn start<S, F>(build_handler: F) -> Result<(), StartError>
 where
     S: rmcp::ServerHandler + Clone,
     F: FnOnce(Dependencies) -> S,
 {
-    mcp_stateless::block_on(mcp_stateless::detect_mode(), run(build_handler))
+    let common = Settings::from_env().map_err(StartError::Config)?;
+    mcp_stateless::block_on(common.deployment.runtime, run(common, build_handler))
 }
 
-/// A worker function's `main`: [`run_worker`] on the runtime its mode wants.
+/// A worker function's `main`: [`run_worker`] on the runtime the settings
+/// chose.
 pub fn start_worker(tools: TaskTools) -> Result<(), StartError> {
-    mcp_stateless::block_on(mcp_stateless::detect_mode(), run_worker(tools))
+    let common = Settings::from_env().map_err(StartError::Config)?;
+    mcp_stateless::block_on(common.deployment.runtime, run_worker(common, tools))
 }
 
-/// Reads the settings, builds the dependencies once and serves
-/// `build_handler` until the process ends: Lambda events when the Lambda
-/// runtime is present, the local server otherwise.
-pub async fn run<S, F>(build_handler: F) -> Result<(), StartError>
+/// Reads this crate's settings, builds the dependencies once and serves
+/// `build_handler` as `common` say until the process ends.
+pub async fn run<S, F>(common: Settings, build_handler: F) -> Result<(), StartError>
 where
     S: rmcp::ServerHandler + Clone,
     F: FnOnce(Dependencies) -> S,
 {
-    let common = Settings::from_env().map_err(StartError::Config)?;
-    let mode = common.mode;
-    mcp_stateless::logging::init(mode, &common.log_level);
-    let settings = AwsSettings::from_env();
-    settings.check(mode).map_err(StartError::Config)?;
+    mcp_stateless::logging::init(common.deployment.log_format, &common.log_level);
+    let settings = AwsSettings::from_env(&common.deployment).map_err(StartError::Config)?;
+    settings.check(&common.deployment).map_err(StartError::Config)?;
     let uses_aws = settings.state_key_id.is_some() || settings.table_name.is_some() || settings.task_queue_url.is_some();
-    let sdk = if uses_aws { Some(sdk_config().await.map_err(StartError::Config)?) } else { None };
-    if mode == Mode::Local {
+    let sdk = if uses_aws { Some(sdk_config(&settings).await) } else { None };
+    if let Entry::Local { .. } = common.deployment.entry {
         tracing::info!(
             request_state = if settings.state_key_id.is_some() { "KMS" } else { "in-process key" },
             handles = if settings.table_name.is_some() { "DynamoDB" } else { "memory" },
@@ -148,16 +149,14 @@ where
 /// The worker function's `main`: runs `tools` for tasks the queue delivers,
 /// as a Lambda SQS consumer or, locally, by polling the queues. Needs the
 /// table and the queue (`MCP_TABLE_NAME`, `MCP_TASK_QUEUE_URL`) in both.
-pub async fn run_worker(tools: TaskTools) -> Result<(), StartError> {
-    let common = Settings::from_env().map_err(StartError::Config)?;
-    let mode = common.mode;
-    mcp_stateless::logging::init(mode, &common.log_level);
-    let settings = AwsSettings::from_env();
+pub async fn run_worker(common: Settings, tools: TaskTools) -> Result<(), StartError> {
+    mcp_stateless::logging::init(common.deployment.log_format, &common.log_level);
+    let settings = AwsSettings::from_env(&common.deployment).map_err(StartError::Config)?;
     let (Some(table), Some(queue_url)) = (&settings.table_name, &settings.task_queue_url) else {
         return Err(StartError::Config(format!("the worker needs {} and {}", settings::TABLE_NAME, settings::TASK_QUEUE_URL)));
     };
-    let limits = CallLimits::from_env().map_err(StartError::Config)?;
-    let sdk = sdk_config_with(&limits).await.map_err(StartError::Config)?;
+    let limits = settings.limits;
+    let sdk = sdk_config(&settings).await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let store = Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table));
     let queue = Arc::new(SqsTaskQueue::new(sqs.clone(), queue_url));
@@ -166,12 +165,12 @@ pub async fn run_worker(tools: TaskTools) -> Result<(), StartError> {
     policy.deadline_margin = timings::deadline_margin(limits.operation);
     let backend = TaskBackend::new(store.clone(), queue, Arc::new(SystemClock)).with_policy(policy).with_quota(store);
     let worker = TaskWorker::new(backend.with_tools(tools));
-    match mode {
-        Mode::Lambda => {
+    match common.deployment.entry {
+        Entry::Lambda => {
             let retries = worker_entry::Retries { client: sqs, queue_url: queue_url.clone() };
             worker_entry::serve_lambda(worker, settings.dead_letter_queue_arn, retries).await.map_err(StartError::Lambda)
         }
-        Mode::Local => {
+        Entry::Local { .. } => {
             worker_entry::poll_queues(worker, sqs, queue_url.clone(), settings.dead_letter_queue_url, &limits).await;
             Ok(())
         }

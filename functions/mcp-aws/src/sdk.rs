@@ -36,10 +36,10 @@ use aws_smithy_http_client::{
     proxy::ProxyConfig,
     tls::{Provider, TlsContext, TrustStore, rustls_provider::CryptoMode},
 };
-use mcp_stateless::{Mode, settings::Variables};
+use mcp_stateless::{Entry, settings::Variables};
 use rustls::pki_types::{CertificateDer, pem::PemObject};
 
-use crate::CallLimits;
+use crate::{AwsSettings, CallLimits};
 
 /// What the SDK's configuration takes from the environment beyond the
 /// SDK's own reading of it.
@@ -77,20 +77,15 @@ fn in_aws_partition(region: &str) -> bool {
 }
 
 impl SdkEnvironment {
-    /// Read once at start. The error names `SSL_CERT_FILE` when its file
-    /// cannot be read or holds a certificate that is not a usable root.
-    pub fn from_env() -> Result<Self, String> {
-        // `vars()` would panic on a variable that is not UTF-8; such a one
-        // is none of those read here.
-        let variables = std::env::vars_os().filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)));
-        Self::from_variables(mcp_stateless::detect_mode(), variables)
-    }
-
-    /// The same in `mode`, from any set of variables (tests).
-    pub fn from_variables(mode: Mode, variables: impl IntoIterator<Item = (String, String)>) -> Result<Self, String> {
+    /// What `variables` say where requests come in at `entry` (the
+    /// process's own are read once at start, by
+    /// [`AwsSettings::from_env`]). The error names `SSL_CERT_FILE` when
+    /// its file cannot be read or holds a certificate that is not a usable
+    /// root.
+    pub fn from_variables(entry: &Entry, variables: impl IntoIterator<Item = (String, String)>) -> Result<Self, String> {
         let all: HashMap<String, String> = variables.into_iter().filter(|(_, value)| !value.is_empty()).collect();
         let variables = Variables::new(|name| all.get(name).cloned());
-        let on_lambda = mode == Mode::Lambda;
+        let on_lambda = *entry == Entry::Lambda;
         let role_credentials = variables.text("AWS_ACCESS_KEY_ID").is_some() && variables.text("AWS_SECRET_ACCESS_KEY").is_some();
         let lambda_region = if on_lambda && role_credentials { variables.text("AWS_REGION") } else { None };
         let aws_partition = variables.text("AWS_REGION").is_some_and(|region| in_aws_partition(&region));
@@ -183,27 +178,17 @@ fn https_client(roots: TlsContext) -> aws_sdk_kms::config::SharedHttpClient {
     })
 }
 
-/// The SDK configuration from the environment (`AWS_REGION`,
-/// `AWS_ENDPOINT_URL` for emulators, credentials), with every call bounded
-/// by [`CallLimits::from_env`] (whose error names a malformed limit).
-pub async fn sdk_config() -> Result<SdkConfig, String> {
-    sdk_config_with(&CallLimits::from_env()?).await
+/// The SDK configuration `settings` make: the SDK's own reading of the
+/// environment (`AWS_REGION`, `AWS_ENDPOINT_URL` for emulators,
+/// credentials) as [`AwsSettings::sdk`] directs it, every call bounded by
+/// [`AwsSettings::limits`].
+pub async fn sdk_config(settings: &AwsSettings) -> SdkConfig {
+    loader_for(&settings.limits, &settings.sdk).load().await
 }
 
-/// The SDK configuration from the environment, with every call bounded
-/// by `limits` (the error: [`SdkEnvironment::from_env`]'s).
-pub async fn sdk_config_with(limits: &CallLimits) -> Result<SdkConfig, String> {
-    Ok(sdk_loader(limits)?.load().await)
-}
-
-/// The loader behind [`sdk_config_with`], for callers that set more before
+/// The loader behind [`sdk_config`], for callers that set more before
 /// loading (an endpoint, region or credentials set here override the
 /// environment's).
-pub fn sdk_loader(limits: &CallLimits) -> Result<ConfigLoader, String> {
-    Ok(loader_for(limits, &SdkEnvironment::from_env()?))
-}
-
-/// The same, for `environment`.
 pub fn loader_for(limits: &CallLimits, environment: &SdkEnvironment) -> ConfigLoader {
     environment
         .apply(aws_config::defaults(BehaviorVersion::latest()).timeout_config(limits.timeout_config()).retry_config(limits.retry_config()))
@@ -219,12 +204,12 @@ mod tests {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
-    fn environment_in(mode: Mode, variables: &[(&str, &str)]) -> SdkEnvironment {
-        SdkEnvironment::from_variables(mode, pairs(variables)).expect("a usable SDK environment")
+    fn environment_in(entry: Entry, variables: &[(&str, &str)]) -> SdkEnvironment {
+        SdkEnvironment::from_variables(&entry, pairs(variables)).expect("a usable SDK environment")
     }
 
     fn environment(pairs: &[(&str, &str)]) -> SdkEnvironment {
-        environment_in(Mode::Lambda, pairs)
+        environment_in(Entry::Lambda, pairs)
     }
 
     const LAMBDA: &[(&str, &str)] =
@@ -235,7 +220,7 @@ mod tests {
         assert!(environment(LAMBDA).reads_lambda_variables());
         // Locally, or on Lambda without the role's variables (a forker's
         // custom runtime set-up), the default chains decide.
-        assert!(!environment_in(Mode::Local, LAMBDA).reads_lambda_variables());
+        assert!(!environment_in(Entry::Local { addr: String::new() }, LAMBDA).reads_lambda_variables());
         assert!(!environment(&LAMBDA[1..]).reads_lambda_variables());
         assert!(!environment(&LAMBDA[..1]).reads_lambda_variables());
         assert!(!environment(&[]).reads_lambda_variables());
@@ -273,7 +258,7 @@ mod tests {
         // Locally; with a CA directory named; in a region of another
         // partition, or of none known; with another endpoint named and no
         // root to trust it by: the system's store, as before.
-        assert!(!environment_in(Mode::Local, LAMBDA).trusts_amazon_roots());
+        assert!(!environment_in(Entry::Local { addr: String::new() }, LAMBDA).trusts_amazon_roots());
         let with = |extra: &[(&'static str, &'static str)]| environment(&[LAMBDA, extra].concat()).trusts_amazon_roots();
         assert!(!with(&[("SSL_CERT_DIR", "/etc/ssl/certs")]));
         for region in
@@ -306,7 +291,7 @@ mod tests {
         assert_eq!(check_roots(&files[0].1), Ok(1));
         let with = |name: &str| {
             let file = dir.join(name).to_str().unwrap().to_owned();
-            SdkEnvironment::from_variables(Mode::Lambda, pairs(LAMBDA).into_iter().chain([("SSL_CERT_FILE".to_owned(), file)]))
+            SdkEnvironment::from_variables(&Entry::Lambda, pairs(LAMBDA).into_iter().chain([("SSL_CERT_FILE".to_owned(), file)]))
         };
         assert!(with("one.pem").expect("one more root").trusts_amazon_roots());
         // With SSL_CERT_FILE naming its roots, another endpoint may be used.
@@ -314,7 +299,7 @@ mod tests {
         let proxied = pairs(LAMBDA)
             .into_iter()
             .chain([("SSL_CERT_FILE".to_owned(), file), ("AWS_ENDPOINT_URL".to_owned(), "https://proxy".to_owned())]);
-        assert!(SdkEnvironment::from_variables(Mode::Lambda, proxied).unwrap().trusts_amazon_roots());
+        assert!(SdkEnvironment::from_variables(&Entry::Lambda, proxied).unwrap().trusts_amazon_roots());
         for (name, why) in [
             ("bad.pem", "certificate 1 is not a usable root"),
             ("garbled.pem", "certificate 1 is not PEM"),

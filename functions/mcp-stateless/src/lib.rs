@@ -64,7 +64,7 @@ pub mod testing;
 
 use std::sync::Arc;
 
-pub use deployment::{Mode, detect_mode};
+pub use deployment::{Deployment, Entry, Mode, Runtime};
 pub use edge::endpoint::McpEndpoint;
 pub use edge::policy::EdgePolicy;
 pub use handles::access::{HandleFailure, Handles};
@@ -72,7 +72,7 @@ pub use handles::{Change, HandleKind};
 pub use protocol::context::{CallContext, EntryFacts, Principal};
 pub use sealed::mrtr::{RequestStates, StateScope};
 pub use server::{Registry, RegistryBuilder, dependencies::Dependencies};
-pub use settings::Settings;
+pub use settings::{Settings, detect_mode};
 
 /// Why a function did not start, or stopped serving: what its `main`
 /// returns.
@@ -87,7 +87,7 @@ pub enum StartError {
     /// The local server could not bind its address.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
-        /// The address asked for ([`Settings::local_addr`]).
+        /// The address asked for ([`Entry::Local`]).
         addr: String,
         /// Why the bind failed.
         source: std::io::Error,
@@ -100,14 +100,12 @@ pub enum StartError {
     Lambda(lambda_http::Error),
 }
 
-/// Runs `main` to completion on the runtime `mode` wants: one thread in
-/// Lambda, which hands a sandbox one event at a time (worker threads would
-/// cost start-up and memory for nothing); one worker per core locally, where
-/// one server takes concurrent requests.
-pub fn block_on<T>(mode: Mode, main: impl Future<Output = T>) -> T {
-    let mut builder = match mode {
-        Mode::Lambda => tokio::runtime::Builder::new_current_thread(),
-        Mode::Local => tokio::runtime::Builder::new_multi_thread(),
+/// Runs `main` to completion on `runtime` (the deployment's
+/// [`Deployment::runtime`]).
+pub fn block_on<T>(runtime: Runtime, main: impl Future<Output = T>) -> T {
+    let mut builder = match runtime {
+        Runtime::OneThread => tokio::runtime::Builder::new_current_thread(),
+        Runtime::PerCore => tokio::runtime::Builder::new_multi_thread(),
     };
     builder.enable_all().build().expect("the Tokio runtime starts").block_on(main)
 }
@@ -122,8 +120,8 @@ where
     F: FnOnce(Dependencies) -> S,
 {
     let settings = Settings::from_env().map_err(StartError::Config)?;
-    logging::init(settings.mode, &settings.log_level);
-    if settings.mode == Mode::Lambda {
+    logging::init(settings.deployment.log_format, &settings.log_level);
+    if settings.deployment.shared_state {
         // Another instance could not open this one's requestState or see
         // its handles: refuse rather than fail request by request.
         return Err(StartError::Config(
@@ -155,10 +153,9 @@ where
     // start, streams or none (docs/benchmarks.md, "Cold starts as Lambda
     // bills them"). Older builds' streams learn of this one then, or close
     // at the end of their lifetime and listen again, here.
-    match settings.mode {
-        Mode::Lambda => edge::lambda::serve_lambda(endpoint).await.map_err(StartError::Lambda),
-        Mode::Local => {
-            let addr = settings.local_addr;
+    match settings.deployment.entry {
+        Entry::Lambda => edge::lambda::serve_lambda(endpoint).await.map_err(StartError::Lambda),
+        Entry::Local { addr } => {
             let listener =
                 tokio::net::TcpListener::bind(&addr).await.map_err(|source| StartError::Listen { addr: addr.clone(), source })?;
             let bound = listener.local_addr()?;

@@ -10,7 +10,7 @@ use tracing_subscriber::{
     util::SubscriberInitExt,
 };
 
-use crate::deployment::Mode;
+use crate::deployment::LogFormat;
 
 /// Whether `requested` is a level or `target=level` directives, each
 /// ending in a level.
@@ -45,13 +45,13 @@ const CLAMPED: &str = "rmcp=warn,lambda_runtime=debug,lambda_runtime_api_client=
 aws_smithy_http_client=debug,aws_smithy_runtime_api=debug,hyper=debug,hyper_util=debug";
 
 /// Logs to stderr from here on, at `requested` ([`crate::settings::Settings::log_level`]).
-pub fn init(mode: Mode, requested: &str) {
+pub fn init(format: LogFormat, requested: &str) {
     let builder = tracing_subscriber::fmt().with_writer(std::io::stderr);
-    let _ = match mode {
-        Mode::Lambda => {
+    let _ = match format {
+        LogFormat::Json => {
             builder.json().flatten_event(true).with_current_span(false).without_time().finish().with(filter(requested)).try_init()
         }
-        Mode::Local => builder.finish().with(filter(requested)).try_init(),
+        LogFormat::Text => builder.finish().with(filter(requested)).try_init(),
     };
 }
 

@@ -3,8 +3,11 @@
 //! with its default and its check, into one typed value the start hands
 //! down. A bad value stops the start with a message that names the
 //! variable and what it accepts; nothing else in this crate reads the
-//! environment but [`detect_mode`] (whether the Lambda Runtime API is
-//! there). The AWS adapters' own names are `mcp-aws`'s settings.
+//! environment. The AWS adapters' own names are `mcp-aws`'s settings.
+//!
+//! Whether the Lambda Runtime API is there ([`detect_mode`]) chooses the
+//! defaults of the deployment's decisions (`deployment.rs`); the settings
+//! hand down the decisions, never the mode.
 //!
 //! Whether answers stream, and so whether `subscriptions/listen` is
 //! served, is decided here once: the edge's transport and the listen
@@ -13,7 +16,7 @@
 use std::{str::FromStr, time::Duration};
 
 use crate::{
-    deployment::{Mode, Transport, detect_mode},
+    deployment::{Deployment, Mode, Transport},
     edge::{
         bearer::BearerPolicy,
         local::{DEFAULT_LOCAL_ADDR, DEV_PRINCIPAL_BEYOND_LOOPBACK},
@@ -30,9 +33,12 @@ use crate::{
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Settings {
-    /// Where the process runs: Lambda when `AWS_LAMBDA_RUNTIME_API` is set,
-    /// the local server otherwise.
-    pub mode: Mode,
+    /// The deployment's decisions, as Lambda (`AWS_LAMBDA_RUNTIME_API` is
+    /// set) or the local server chooses them. The local server's address:
+    /// `MCP_LOCAL_ADDR`; else `127.0.0.1:$PORT` when `PORT` is set (as
+    /// process managers and benchmark harnesses set it); else
+    /// [`DEFAULT_LOCAL_ADDR`]. Loopback unless `MCP_LOCAL_ADDR` says otherwise.
+    pub deployment: Deployment,
     /// `MCP_TRANSPORT` (`buffered` or `streaming`; unset: buffered in
     /// Lambda, the template's default API, streaming locally) as
     /// `edge.transport`, and `MCP_ALLOWED_HOSTS`, `MCP_ALLOWED_ORIGINS`,
@@ -50,10 +56,6 @@ pub struct Settings {
     /// `MCP_AUTHORIZATION_SERVERS`, `MCP_SCOPES_SUPPORTED`, `MCP_RESOURCE`,
     /// `MCP_BASE_PATH`: the protected-resource metadata.
     pub resource_metadata: ResourceMetadata,
-    /// `MCP_LOCAL_ADDR`; else `127.0.0.1:$PORT` when `PORT` is set (as
-    /// process managers and benchmark harnesses set it); else
-    /// [`DEFAULT_LOCAL_ADDR`]. Loopback unless `MCP_LOCAL_ADDR` says otherwise.
-    pub local_addr: String,
     /// `MCP_LOCAL_ALLOW_REMOTE=1`: the local server may listen beyond
     /// loopback, where anyone reaching it can claim any principal.
     pub allow_remote: bool,
@@ -88,21 +90,27 @@ impl Settings {
 
     /// The settings `variables` give in `mode`.
     pub fn read(mode: Mode, variables: &Variables<impl Fn(&str) -> Option<String>>) -> Result<Self, String> {
+        // `PORT` is read only where it can matter: a local server whose
+        // address is not given outright (a stray one never stops a Lambda).
+        let local_addr = match variables.text("MCP_LOCAL_ADDR") {
+            Some(addr) => addr,
+            None if mode == Mode::Local => match variables.number::<u16>("PORT", "a port number")? {
+                Some(port) => format!("127.0.0.1:{port}"),
+                None => DEFAULT_LOCAL_ADDR.to_owned(),
+            },
+            None => DEFAULT_LOCAL_ADDR.to_owned(),
+        };
+        let deployment = Deployment::defaults(mode, local_addr);
         let transport = match variables.text("MCP_TRANSPORT").as_deref() {
-            None => {
-                if mode == Mode::Local {
-                    Transport::Streaming
-                } else {
-                    Transport::Buffered
-                }
-            }
+            None => Transport::default_in(mode),
             Some("buffered") => Transport::Buffered,
             Some("streaming") => Transport::Streaming,
             Some(other) => return Err(format!("MCP_TRANSPORT must be buffered or streaming, not {other:?}")),
         };
         let hostnames = |name| variables.list(name).into_iter().map(|host| host.to_ascii_lowercase()).collect();
         let edge = EdgePolicy {
-            mode,
+            host_rule: deployment.host_rule,
+            log_format: deployment.log_format,
             allowed_hosts: hostnames("MCP_ALLOWED_HOSTS"),
             allowed_origins: hostnames("MCP_ALLOWED_ORIGINS"),
             max_body_bytes: variables.number("MCP_MAX_BODY_BYTES", "a byte count")?.unwrap_or(DEFAULT_MAX_BODY_BYTES),
@@ -153,16 +161,6 @@ impl Settings {
             resource: variables.text("MCP_RESOURCE"),
             base_path: variables.text("MCP_BASE_PATH").unwrap_or_default().trim_end_matches('/').to_owned(),
         };
-        // `PORT` is read only where it can matter: a local server whose
-        // address is not given outright (a stray one never stops a Lambda).
-        let local_addr = match variables.text("MCP_LOCAL_ADDR") {
-            Some(addr) => addr,
-            None if mode == Mode::Local => match variables.number::<u16>("PORT", "a port number")? {
-                Some(port) => format!("127.0.0.1:{port}"),
-                None => DEFAULT_LOCAL_ADDR.to_owned(),
-            },
-            None => DEFAULT_LOCAL_ADDR.to_owned(),
-        };
         let allow_remote = match variables.text(DEV_PRINCIPAL_BEYOND_LOOPBACK).as_deref() {
             None | Some("0") => false,
             Some("1") => true,
@@ -181,19 +179,23 @@ impl Settings {
             None => variables.text("RUST_LOG").filter(|level| logging::is_valid(level)).unwrap_or_else(|| "info".to_owned()),
         };
         Ok(Self {
-            mode,
+            deployment,
             edge,
             listen,
             tasks,
             bearer,
             resource_metadata,
-            local_addr,
             allow_remote,
             local_authorization: variables.text(crate::edge::authorization_forward::LOCAL_AUTHORIZATION_SERVER),
             log_level,
             metrics_namespace: variables.text("MCP_METRICS_NAMESPACE").unwrap_or_else(|| "MCP".to_owned()),
         })
     }
+}
+
+/// Lambda when the Lambda Runtime API is present, the local server otherwise.
+pub fn detect_mode() -> Mode {
+    if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() { Mode::Lambda } else { Mode::Local }
 }
 
 /// Variables as the settings read them: trimmed, and empty as unset (a
@@ -239,10 +241,30 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
+    use crate::deployment::{Entry, HostRule, LogFormat, Runtime};
 
     fn read(mode: Mode, pairs: &[(&str, &str)]) -> Result<Settings, String> {
         let map: HashMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
         Settings::read(mode, &Variables::new(move |name| map.get(name).cloned()))
+    }
+
+    #[test]
+    fn the_mode_chooses_each_decision_and_the_settings_hand_them_down() {
+        let lambda = Settings::defaults(Mode::Lambda);
+        assert_eq!(lambda.deployment.entry, Entry::Lambda);
+        assert_eq!(lambda.deployment.runtime, Runtime::OneThread, "Lambda hands a sandbox one event at a time");
+        assert!(lambda.deployment.shared_state, "any instance serves any request");
+        assert_eq!((lambda.edge.host_rule, lambda.edge.log_format), (HostRule::ApiDomain, LogFormat::Json));
+        let local = read(Mode::Local, &[("MCP_LOCAL_ADDR", "127.0.0.1:9")]).unwrap();
+        assert_eq!(local.deployment.entry, Entry::Local { addr: "127.0.0.1:9".into() });
+        assert_eq!(local.deployment.runtime, Runtime::PerCore);
+        assert!(!local.deployment.shared_state);
+        assert_eq!((local.edge.host_rule, local.edge.log_format), (HostRule::Loopback, LogFormat::Text));
+        assert_eq!(
+            (local.edge.host_rule, local.edge.log_format),
+            (local.deployment.host_rule, local.deployment.log_format),
+            "the edge is told what the deployment decided"
+        );
     }
 
     #[test]
@@ -321,12 +343,10 @@ mod tests {
         assert_eq!(settings.log_level, "debug,hyper=info");
         assert!(settings.bearer.is_none(), "an empty issuer is no issuer");
         assert_eq!(settings.resource_metadata.base_path, "/api");
-        assert_eq!(read(Mode::Local, &[("PORT", "8080")]).unwrap().local_addr, "127.0.0.1:8080");
+        assert_eq!(read(Mode::Local, &[("PORT", "8080")]).unwrap().deployment.entry, Entry::Local { addr: "127.0.0.1:8080".into() });
         let defaults = Settings::defaults(Mode::Local);
-        assert_eq!(
-            (defaults.local_addr.as_str(), defaults.log_level.as_str(), defaults.metrics_namespace.as_str()),
-            (DEFAULT_LOCAL_ADDR, "info", "MCP")
-        );
+        assert_eq!(defaults.deployment.entry, Entry::Local { addr: DEFAULT_LOCAL_ADDR.into() });
+        assert_eq!((defaults.log_level.as_str(), defaults.metrics_namespace.as_str()), ("info", "MCP"));
         assert_eq!(defaults.tasks, TaskPolicy::default());
     }
 }

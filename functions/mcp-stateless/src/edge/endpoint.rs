@@ -139,7 +139,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let mut log = RequestLog::default();
         let (reply, counts) = metrics::scope(self.respond(request, &mut log, Delivery::Whole)).await;
         let Reply::Whole(mut response) = reply else { unreachable!("a buffered answer is whole: only streams converse") };
-        log.finish(self.policy.mode, response.status(), started.elapsed(), &counts);
+        log.finish(self.policy.log_format, response.status(), started.elapsed(), &counts);
         no_store(response.headers_mut());
         response
     }
@@ -153,15 +153,15 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let (reply, counts) = metrics::scope(self.respond(request, &mut log, Delivery::Streamed)).await;
         match reply {
             Reply::Whole(mut response) => {
-                log.finish(self.policy.mode, response.status(), started.elapsed(), &counts);
+                log.finish(self.policy.log_format, response.status(), started.elapsed(), &counts);
                 no_store(response.headers_mut());
                 response.map(stream::whole)
             }
-            Reply::Converse(conversation) => legacy::conversation_response(conversation, log, self.policy.mode, started, counts),
+            Reply::Converse(conversation) => legacy::conversation_response(conversation, log, self.policy.log_format, started, counts),
             Reply::Stream { mut parts, body, mut finish, deadline, guard } => {
                 no_store(&mut parts.headers);
                 parts.headers.remove(header::CONTENT_LENGTH);
-                finish.log = Some(Finished { log, mode: self.policy.mode, status: parts.status, started, counts });
+                finish.log = Some(Finished { log, format: self.policy.log_format, status: parts.status, started, counts });
                 let id = finish.request_id.clone();
                 let deadline = deadline.map(|at| (at.cut(STREAM_MARGIN), id));
                 http::Response::from_parts(parts, stream::rewritten(body, finish, deadline, guard))

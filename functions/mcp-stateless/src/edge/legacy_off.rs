@@ -12,7 +12,7 @@ use rmcp::{
 use serde_json::{Map, Value};
 
 use crate::{
-    deployment::Mode,
+    deployment::LogFormat,
     edge::{
         admission::Admission,
         endpoint::{McpEndpoint, Reply},
@@ -82,10 +82,12 @@ pub(in crate::edge) struct NotificationStream(pub Guard);
 /// No conversation is ever held.
 pub(in crate::edge) enum Conversation {}
 
+// The legacy side's signature, which the endpoint calls either way.
+#[allow(clippy::boxed_local)]
 pub(in crate::edge) fn conversation_response(
     conversation: Box<Conversation>,
     _: RequestLog,
-    _: Mode,
+    _: LogFormat,
     _: Instant,
     _: Arc<Counts>,
 ) -> http::Response<EdgeBody> {

@@ -2,7 +2,7 @@
 //! start (`settings.rs`); the same variable names in Lambda, in the local
 //! server and in `template.yaml`.
 
-pub use crate::deployment::{Mode, Transport};
+pub use crate::deployment::{HostRule, LogFormat, Mode, Transport};
 
 /// The largest request body accepted when `MCP_MAX_BODY_BYTES` is unset.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -18,9 +18,10 @@ pub const DEV_PRINCIPAL_HEADER: &str = "x-mcp-dev-principal";
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct EdgePolicy {
-    /// Where the process runs: it decides the default hosts and origins
-    /// and the request log's format.
-    pub mode: Mode,
+    /// Which names are the server's own beside `allowed_hosts`.
+    pub host_rule: HostRule,
+    /// The request log's format.
+    pub log_format: LogFormat,
     /// `MCP_ALLOWED_HOSTS`: hostnames (no port) accepted in `Host`. Locally: these, or loopback
     /// names when empty. In Lambda: the API's own domain (from the event's
     /// request context) and these (custom domains).
@@ -39,10 +40,17 @@ pub struct EdgePolicy {
 const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 impl EdgePolicy {
-    /// The defaults: streaming locally, buffered in Lambda.
+    /// The defaults `mode` chooses (`deployment.rs`).
     pub fn new(mode: Mode) -> Self {
-        let transport = if mode == Mode::Local { Transport::Streaming } else { Transport::Buffered };
-        Self { mode, allowed_hosts: Vec::new(), allowed_origins: Vec::new(), max_body_bytes: DEFAULT_MAX_BODY_BYTES, transport }
+        let deployment = crate::deployment::Deployment::defaults(mode, "");
+        Self {
+            host_rule: deployment.host_rule,
+            log_format: deployment.log_format,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            transport: Transport::default_in(mode),
+        }
     }
 
     /// DNS-rebinding defence (basic/transports/streamable-http, "Security Warning").
@@ -62,13 +70,13 @@ impl EdgePolicy {
     /// In Lambda the API's own domain is always allowed, and the list adds
     /// custom domains; locally the list replaces the loopback names.
     fn name_allowed(&self, list: &[String], name: String, api_domain: Option<&str>) -> bool {
-        if self.mode == Mode::Lambda && api_domain.is_some_and(|domain| domain.eq_ignore_ascii_case(&name)) {
+        if self.host_rule == HostRule::ApiDomain && api_domain.is_some_and(|domain| domain.eq_ignore_ascii_case(&name)) {
             return true;
         }
         if !list.is_empty() {
             return list.contains(&name);
         }
-        self.mode == Mode::Local && LOOPBACK.contains(&name.as_str())
+        self.host_rule == HostRule::Loopback && LOOPBACK.contains(&name.as_str())
     }
 }
 

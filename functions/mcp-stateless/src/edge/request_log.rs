@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     clock::{Clock, SystemClock},
-    deployment::Mode,
+    deployment::LogFormat,
     edge::tolerance::Forgiven,
     metrics::{Counter, Counts},
     protocol::methods,
@@ -148,11 +148,11 @@ impl RequestLog {
         Value::Object(record)
     }
 
-    pub(crate) fn finish(self, mode: Mode, status: StatusCode, latency: Duration, counts: &Counts) {
+    pub(crate) fn finish(self, format: LogFormat, status: StatusCode, latency: Duration, counts: &Counts) {
         if !tracing::enabled!(target: "mcp.request", tracing::Level::INFO) {
             return;
         }
-        if mode == Mode::Lambda {
+        if format == LogFormat::Json {
             // One line on stderr, which Lambda sends to CloudWatch Logs.
             let record = self.emf_record(status, latency, counts, SystemClock.now_ms());
             eprintln!("{record}");

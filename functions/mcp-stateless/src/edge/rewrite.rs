@@ -13,7 +13,7 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::{Map, Value, json};
 
 use crate::{
-    deployment::Mode,
+    deployment::LogFormat,
     edge::{error::code, request_log::RequestLog, sse, stream::Rewrite},
     metrics,
     protocol::{
@@ -66,7 +66,7 @@ pub(super) struct FinalRewrite {
 /// A stream's log line, written when it ends.
 pub(super) struct Finished {
     pub log: RequestLog,
-    pub mode: Mode,
+    pub format: LogFormat,
     pub status: StatusCode,
     pub started: Instant,
     pub counts: Arc<metrics::Counts>,
@@ -127,7 +127,7 @@ impl Rewrite for FinalRewrite {
             if let Some((outcome, _)) = self.outcome.take() {
                 finished.log.adopt(outcome);
             }
-            finished.log.finish(finished.mode, finished.status, finished.started.elapsed(), &finished.counts);
+            finished.log.finish(finished.format, finished.status, finished.started.elapsed(), &finished.counts);
         }
     }
 }

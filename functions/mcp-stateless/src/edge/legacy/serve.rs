@@ -16,7 +16,7 @@ use super::{
     session_routes,
 };
 use crate::{
-    deployment::Mode,
+    deployment::LogFormat,
     edge::{
         admission::{Admission, Admitted},
         endpoint::{KEEP_ALIVE, McpEndpoint, Reply, out_of_time, refused},
@@ -160,7 +160,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
 pub(in crate::edge) fn conversation_response(
     mut conversation: Box<Conversation>,
     log: RequestLog,
-    mode: Mode,
+    format: LogFormat,
     started: Instant,
     counts: Arc<Counts>,
 ) -> http::Response<EdgeBody> {
@@ -168,7 +168,7 @@ pub(in crate::edge) fn conversation_response(
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     no_store(response.headers_mut());
     conversation.counts = counts.clone();
-    conversation.finish.log = Some(Finished { log, mode, status: StatusCode::OK, started, counts });
+    conversation.finish.log = Some(Finished { log, format, status: StatusCode::OK, started, counts });
     let (parts, ()) = response.into_parts();
     http::Response::from_parts(parts, conversation.into_body())
 }
