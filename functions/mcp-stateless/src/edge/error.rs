@@ -1,11 +1,85 @@
 //! Everything the edge refuses before a handler runs, mapped once to an HTTP
-//! status and a JSON-RPC error code (basic/transports/streamable-http).
+//! status and a JSON-RPC error code (basic/transports/streamable-http), and
+//! the one [`Refusal`] every JSON-RPC error the edge writes goes through,
+//! in either era.
 
 use bytes::Bytes;
-use http::{HeaderValue, StatusCode, header};
+use http::{HeaderName, HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 
 use crate::{protocol::context::MetaError, subscriptions::TaskIdsRefusal};
+
+/// A JSON-RPC error the edge writes: its `code`, `message` and `data`, and
+/// the HTTP status it travels with when it is the whole answer. Built here
+/// and nowhere else, for the edge's own refusals, the 2025 era's and the
+/// errors put in place of a handler's message.
+#[derive(Debug, Clone)]
+pub(crate) struct Refusal {
+    code: i32,
+    message: String,
+    data: Option<Value>,
+    status: StatusCode,
+    header: Option<(HeaderName, HeaderValue)>,
+}
+
+impl Refusal {
+    /// A refusal with HTTP 400, as 2026-07-28 answers a call it refuses.
+    pub(crate) fn new(code: i32, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), data: None, status: StatusCode::BAD_REQUEST, header: None }
+    }
+
+    /// With `data` (the versions supported, the capabilities required).
+    pub(crate) fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// With another HTTP status: one that holds in every era (a session
+    /// not found, a server busy or failing, a method not allowed).
+    pub(crate) fn with_status(mut self, status: StatusCode) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// With a header beside it (`Allow`, `Retry-After`).
+    pub(crate) fn with_header(mut self, name: HeaderName, value: &'static str) -> Self {
+        self.header = Some((name, HeaderValue::from_static(value)));
+        self
+    }
+
+    /// As the refusal of a 2025-era call, which that era's transport
+    /// answers with HTTP 200 (2026-07-28 keeps the status it has).
+    #[cfg(feature = "legacy")]
+    pub(crate) fn of_legacy_call(mut self) -> Self {
+        self.status = StatusCode::OK;
+        self
+    }
+
+    /// The error object: `code`, `message` and, when there is some, `data`.
+    pub(crate) fn error(&self) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        error
+    }
+
+    /// The JSON-RPC message answering `id` (`null` when unknown).
+    pub(crate) fn message(&self, id: Option<Value>) -> Value {
+        json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": self.error()})
+    }
+
+    /// The whole HTTP answer: the message as JSON, with the status.
+    pub(crate) fn into_response(self, id: Option<Value>) -> http::Response<Bytes> {
+        let mut response = http::Response::new(Bytes::from(self.message(id).to_string()));
+        *response.status_mut() = self.status;
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some((name, value)) = self.header {
+            response.headers_mut().insert(name, value);
+        }
+        response
+    }
+}
 
 /// JSON-RPC and MCP error codes the edge answers with.
 pub mod code {
@@ -132,27 +206,22 @@ impl EdgeError {
         }
     }
 
+    /// As a [`Refusal`].
+    pub(crate) fn refusal(&self) -> Refusal {
+        let mut refusal = Refusal::new(self.code(), self.to_string()).with_status(self.status());
+        if let Some(data) = self.data() {
+            refusal = refusal.with_data(data);
+        }
+        if matches!(self, Self::MethodNotAllowed) {
+            refusal = refusal.with_header(header::ALLOW, "POST, DELETE");
+        }
+        refusal
+    }
+
     /// The HTTP response: a JSON-RPC error object echoing `id` when known.
     pub(crate) fn into_response(self, id: Option<Value>) -> http::Response<Bytes> {
-        let mut error = json!({"code": self.code(), "message": self.to_string()});
-        if let Some(data) = self.data() {
-            error["data"] = data;
-        }
-        let mut response = jsonrpc_error_response(self.status(), id, error);
-        if matches!(self, Self::MethodNotAllowed) {
-            response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
-        }
-        response
+        self.refusal().into_response(id)
     }
-}
-
-/// A JSON body `{"jsonrpc":"2.0","id":…,"error":…}` with the given status.
-pub fn jsonrpc_error_response(status: StatusCode, id: Option<Value>, error: Value) -> http::Response<Bytes> {
-    let body = json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": error});
-    let mut response = http::Response::new(Bytes::from(body.to_string()));
-    *response.status_mut() = status;
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }
 
 impl From<TaskIdsRefusal> for EdgeError {
@@ -161,5 +230,44 @@ impl From<TaskIdsRefusal> for EdgeError {
             TaskIdsRefusal::Malformed(reason) => Self::Params(reason),
             TaskIdsRefusal::MissingCapability(required) => Self::MissingCapability(required),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(response: http::Response<Bytes>) -> (StatusCode, Option<String>, Value) {
+        let allow = response.headers().get(header::ALLOW).map(|value| value.to_str().unwrap().to_owned());
+        (response.status(), allow, serde_json::from_slice(response.body()).unwrap())
+    }
+
+    #[test]
+    fn an_edge_error_is_answered_as_its_refusal_with_status_header_and_data() {
+        let (status, allow, body) = parts(EdgeError::MethodNotAllowed.into_response(None));
+        assert_eq!((status, allow.as_deref()), (StatusCode::METHOD_NOT_ALLOWED, Some("POST, DELETE")));
+        assert_eq!(body["id"], Value::Null);
+        assert_eq!(body["error"]["code"], code::INVALID_REQUEST);
+        let version = EdgeError::UnsupportedVersion { requested: "1999-01-01".into(), legacy: false };
+        let (status, _, body) = parts(version.into_response(Some(json!(7))));
+        assert_eq!((status, body["id"].clone()), (StatusCode::BAD_REQUEST, json!(7)));
+        assert_eq!(body["error"]["code"], code::UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(body["error"]["data"], json!({"supported": ["2026-07-28"], "requested": "1999-01-01"}));
+    }
+
+    #[test]
+    fn a_refusal_without_data_has_none_and_its_message_is_the_same_in_a_stream() {
+        let refusal = Refusal::new(code::INTERNAL_ERROR, "failed").with_status(StatusCode::SERVICE_UNAVAILABLE);
+        let message = refusal.message(Some(json!("a")));
+        assert_eq!(message, json!({"jsonrpc": "2.0", "id": "a", "error": {"code": -32603, "message": "failed"}}));
+        let (status, _, body) = parts(refusal.into_response(Some(json!("a"))));
+        assert_eq!((status, body), (StatusCode::SERVICE_UNAVAILABLE, message));
+    }
+
+    #[cfg(feature = "legacy")]
+    #[test]
+    fn a_2025_era_calls_refusal_travels_with_http_200() {
+        let refusal = Refusal::new(code::INVALID_PARAMS, "Invalid params: x").of_legacy_call();
+        assert_eq!(refusal.into_response(Some(json!(1))).status(), StatusCode::OK);
     }
 }

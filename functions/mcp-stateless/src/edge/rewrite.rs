@@ -14,7 +14,12 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     deployment::LogFormat,
-    edge::{error::code, request_log::RequestLog, sse, stream::Rewrite},
+    edge::{
+        error::{Refusal, code},
+        request_log::RequestLog,
+        sse,
+        stream::Rewrite,
+    },
     metrics,
     protocol::{
         capability_guard::missing_capabilities,
@@ -106,7 +111,7 @@ impl Rewrite for FinalRewrite {
         if let Some(error) = self.ctx.as_ref().and_then(|ctx| capability_refusal(ctx, message)) {
             outcome.result_type = None;
             outcome.error_code = Some(code::MISSING_REQUIRED_CLIENT_CAPABILITY);
-            *message = json!({"jsonrpc": "2.0", "id": message.get("id").cloned(), "error": error});
+            *message = error.message(message.get("id").cloned());
             self.outcome = Some((outcome, true));
             return;
         }
@@ -134,18 +139,17 @@ impl Rewrite for FinalRewrite {
 
 /// The -32021 error sent instead of an `InputRequiredResult` the client
 /// cannot fulfil.
-fn capability_refusal(ctx: &CallContext, message: &Value) -> Option<Value> {
+fn capability_refusal(ctx: &CallContext, message: &Value) -> Option<Refusal> {
     let result = message.get("result")?;
     if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
         return None;
     }
     let requests = result.get("inputRequests")?.as_object()?;
     let required = missing_capabilities(&ctx.client_capabilities, requests)?;
-    Some(json!({
-        "code": code::MISSING_REQUIRED_CLIENT_CAPABILITY,
-        "message": "Missing required client capability",
-        "data": {"requiredCapabilities": required},
-    }))
+    Some(
+        Refusal::new(code::MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability")
+            .with_data(json!({"requiredCapabilities": required})),
+    )
 }
 
 /// The JSON-RPC messages of a whole response body: one JSON object, or

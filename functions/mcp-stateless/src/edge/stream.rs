@@ -14,9 +14,12 @@ use bytes::Bytes;
 use futures::{StreamExt, stream::BoxStream};
 use http_body_util::{Either, Full, StreamBody, combinators::BoxBody};
 use hyper::body::Frame;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::edge::sse;
+use crate::edge::{
+    error::{Refusal, code},
+    sse,
+};
 
 /// How one answer leaves the edge: whole, once the handler has finished
 /// (the buffered transport, and a client that cannot read an event
@@ -81,14 +84,8 @@ pub fn out_of_time_response(id: Value) -> http::Response<Bytes> {
 /// The message sent in place of a final response that did not come before
 /// the deadline.
 pub fn out_of_time(id: Value) -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {
-            "code": rmcp::model::ErrorCode::INTERNAL_ERROR.0,
-            "message": "The call did not finish within the function's time limit. Make it shorter, or run it as a task.",
-        },
-    })
+    Refusal::new(code::INTERNAL_ERROR, "The call did not finish within the function's time limit. Make it shorter, or run it as a task.")
+        .message(Some(id))
 }
 
 struct State<R: Rewrite> {
@@ -204,6 +201,7 @@ mod tests {
     use http_body_util::BodyExt;
 
     use super::*;
+    use serde_json::json;
     use std::sync::{Arc, Mutex};
 
     #[derive(Clone, Default)]

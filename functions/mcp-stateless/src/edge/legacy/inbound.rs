@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use base64::{Engine, prelude::BASE64_STANDARD};
 use bytes::Bytes;
-use http::{HeaderName, HeaderValue, StatusCode};
+use http::{HeaderName, HeaderValue};
 use rmcp::model::JsonObject;
 use serde_json::{Map, Value, json};
 
@@ -19,7 +19,7 @@ use super::{
 };
 use crate::{
     edge::{
-        error::{code, jsonrpc_error_response},
+        error::{Refusal, code},
         request_log::RequestLog,
         tolerance::Tolerated,
     },
@@ -112,8 +112,8 @@ impl Legacy<'_> {
                 return Step::Serve(modern_request(request, &message, headers), Era::Legacy { version }, session);
             }
             _ => {
-                let error = json!({"code": code::METHOD_NOT_FOUND, "message": format!("Method not found: {method}")});
-                return Step::Answered(jsonrpc_error_response(StatusCode::OK, Some(id), error));
+                let refusal = Refusal::new(code::METHOD_NOT_FOUND, format!("Method not found: {method}"));
+                return Step::Answered(refusal.of_legacy_call().into_response(Some(id)));
             }
         };
         match changed {

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::{
-    edge::error::code,
+    edge::error::{Refusal, code},
     protocol::{SUPPORTED_VERSIONS, capability_guard::missing_capabilities},
 };
 
@@ -72,7 +72,7 @@ pub(in crate::edge) fn refusal(id: Value, method: Option<&str>, reason: String) 
     if method == Some("tools/call") {
         json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": reason}], "isError": true}})
     } else {
-        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code::INVALID_REQUEST, "message": reason}})
+        Refusal::new(code::INVALID_REQUEST, reason).message(Some(id))
     }
 }
 

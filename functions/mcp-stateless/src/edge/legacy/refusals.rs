@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::SESSION_HEADER;
 use crate::{
-    edge::error::{code, jsonrpc_error_response},
+    edge::error::{Refusal, code},
     sessions::SessionError,
 };
 
@@ -26,7 +26,7 @@ pub(super) fn result_response(id: Value, result: Value, session: Option<&str>) -
 }
 
 pub(super) fn invalid_params(id: Value, reason: String) -> http::Response<Bytes> {
-    jsonrpc_error_response(StatusCode::OK, Some(id), json!({"code": code::INVALID_PARAMS, "message": format!("Invalid params: {reason}")}))
+    Refusal::new(code::INVALID_PARAMS, format!("Invalid params: {reason}")).of_legacy_call().into_response(Some(id))
 }
 
 /// A session that does not open is 404, which tells a 2025-era client to
@@ -34,21 +34,18 @@ pub(super) fn invalid_params(id: Value, reason: String) -> http::Response<Bytes>
 /// `Retry-After` (the same request, sent again, is served); the keys or the
 /// table failing is the server's 500.
 pub(super) fn session_error(error: SessionError, id: Option<Value>) -> http::Response<Bytes> {
-    let (status, code, message) = match &error {
+    let refusal = match &error {
         SessionError::NotFound => {
-            (StatusCode::NOT_FOUND, SESSION_NOT_FOUND, "Session not found: it ended or expired; initialize again".to_owned())
+            Refusal::new(SESSION_NOT_FOUND, "Session not found: it ended or expired; initialize again").with_status(StatusCode::NOT_FOUND)
         }
-        // A JSON-RPC error, as 2025-era answers have them: HTTP 200.
-        SessionError::Refused(reason) => (StatusCode::OK, code::INVALID_PARAMS, format!("Invalid params: {reason}")),
+        SessionError::Refused(reason) => Refusal::new(code::INVALID_PARAMS, format!("Invalid params: {reason}")).of_legacy_call(),
         SessionError::Unavailable(_) => {
             tracing::error!(%error, "legacy session");
-            (StatusCode::INTERNAL_SERVER_ERROR, code::INTERNAL_ERROR, "session service unavailable".to_owned())
+            Refusal::new(code::INTERNAL_ERROR, "session service unavailable").with_status(StatusCode::INTERNAL_SERVER_ERROR)
         }
-        SessionError::Busy => (StatusCode::SERVICE_UNAVAILABLE, code::INTERNAL_ERROR, format!("Busy: {error}")),
+        SessionError::Busy => Refusal::new(code::INTERNAL_ERROR, format!("Busy: {error}"))
+            .with_status(StatusCode::SERVICE_UNAVAILABLE)
+            .with_header(header::RETRY_AFTER, "1"),
     };
-    let mut response = jsonrpc_error_response(status, id, json!({"code": code, "message": message}));
-    if status == StatusCode::SERVICE_UNAVAILABLE {
-        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    }
-    response
+    refusal.into_response(id)
 }

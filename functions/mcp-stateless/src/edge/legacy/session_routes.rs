@@ -15,7 +15,7 @@ use super::{
 };
 use crate::{
     edge::{
-        error::{code, jsonrpc_error_response},
+        error::{Refusal, code},
         stream::Guard,
     },
     protocol::context::{Era, Principal},
@@ -27,9 +27,8 @@ use crate::{
 /// a live session of this caller (already ended included).
 pub(super) async fn end_session(sessions: &LegacySessions, request: &http::Request<Bytes>, principal: &Principal) -> http::Response<Bytes> {
     let Some(token) = session_token(request.headers()) else {
-        let error =
-            json!({"code": code::INVALID_REQUEST, "message": "Bad Request: DELETE needs the Mcp-Session-Id header of the session to end"});
-        return jsonrpc_error_response(StatusCode::BAD_REQUEST, None, error);
+        return Refusal::new(code::INVALID_REQUEST, "Bad Request: DELETE needs the Mcp-Session-Id header of the session to end")
+            .into_response(None);
     };
     let ended = match sessions.open(principal, token).await {
         Ok((session, _)) => sessions.end(principal, &session).await,
@@ -151,11 +150,7 @@ pub(super) async fn take_answer(
 fn answer_refused(refusal: AnswerRefusal) -> http::Response<Bytes> {
     match refusal {
         AnswerRefusal::Session(error) => session_error(error, None),
-        other => jsonrpc_error_response(
-            StatusCode::BAD_REQUEST,
-            None,
-            json!({"code": code::INVALID_PARAMS, "message": format!("Invalid params: {other}")}),
-        ),
+        other => Refusal::new(code::INVALID_PARAMS, format!("Invalid params: {other}")).into_response(None),
     }
 }
 

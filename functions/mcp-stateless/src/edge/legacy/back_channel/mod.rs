@@ -34,7 +34,7 @@ mod task;
 
 use crate::{
     edge::{
-        error::code,
+        error::{Refusal, code},
         rewrite::FinalRewrite,
         sse,
         stream::{EdgeBody, Rewrite, STREAM_MARGIN, is_event_stream, out_of_time},
@@ -384,7 +384,7 @@ impl Conversation {
     }
 
     fn internal(&self, message: &str) -> Value {
-        json!({"jsonrpc": "2.0", "id": self.request_id, "error": {"code": code::INTERNAL_ERROR, "message": message}})
+        Refusal::new(code::INTERNAL_ERROR, message).message(Some(self.request_id.clone()))
     }
 }
 

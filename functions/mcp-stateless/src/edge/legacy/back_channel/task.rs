@@ -16,7 +16,11 @@ use serde_json::{Map, Value, json};
 
 use super::{Conversation, MAX_ROUNDS};
 use crate::edge::legacy::inbound::header_value;
-use crate::edge::{sse, stream::Rewrite};
+use crate::edge::{
+    error::{Refusal, code},
+    sse,
+    stream::Rewrite,
+};
 
 /// The shortest and longest pause between two polls, whatever the task's
 /// `pollIntervalMs` says.
@@ -50,7 +54,7 @@ impl Conversation {
                     );
                 }
                 Some("failed") => {
-                    let error = task.get("error").cloned().unwrap_or_else(|| json!({"code": -32603, "message": "the task failed"}));
+                    let error = task.get("error").cloned().unwrap_or_else(|| Refusal::new(code::INTERNAL_ERROR, "the task failed").error());
                     return Some(json!({"jsonrpc": "2.0", "id": self.request_id, "error": error}));
                 }
                 Some("cancelled") => return Some(self.error(format!("task {task_id} was cancelled"))),
