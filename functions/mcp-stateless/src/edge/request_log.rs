@@ -20,7 +20,7 @@ use crate::{
     deployment::LogFormat,
     edge::tolerance::Forgiven,
     metrics::{Counter, Counts},
-    protocol::methods,
+    protocol::{message::MessageView, methods},
 };
 
 #[derive(Debug, Default)]
@@ -70,8 +70,8 @@ impl RequestLog {
     }
 
     pub(crate) fn record_outcome(&mut self, message: &Value) {
-        let result_type = message.get("result").map(|result| result.get("resultType").and_then(Value::as_str).unwrap_or("complete"));
-        self.record(result_type, message.pointer("/error/code").and_then(Value::as_i64));
+        let view = MessageView::of(message);
+        self.record(view.result_type(), view.error_code());
     }
 
     /// A result's type (`complete` when it names none) or an error's code.

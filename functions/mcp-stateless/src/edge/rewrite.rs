@@ -24,6 +24,7 @@ use crate::{
     protocol::{
         capability_guard::missing_capabilities,
         context::{CallContext, Era},
+        message::MessageView,
     },
     subscriptions::TaskIdsFilter,
 };
@@ -103,7 +104,7 @@ impl Rewrite for FinalRewrite {
         if let (Some(shape), Some(ctx)) = (self.shape, self.ctx.as_ref().filter(|ctx| ctx.era != Era::Modern)) {
             shape(message, self.method.as_deref(), &ctx.client_capabilities);
         }
-        if message.get("id").is_none() || (message.get("result").is_none() && message.get("error").is_none()) {
+        if !MessageView::of(message).is_response() {
             return;
         }
         let mut outcome = RequestLog::default();
@@ -140,11 +141,7 @@ impl Rewrite for FinalRewrite {
 /// The -32021 error sent instead of an `InputRequiredResult` the client
 /// cannot fulfil.
 fn capability_refusal(ctx: &CallContext, message: &Value) -> Option<Refusal> {
-    let result = message.get("result")?;
-    if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
-        return None;
-    }
-    let requests = result.get("inputRequests")?.as_object()?;
+    let requests = MessageView::of(message).input_requests()?;
     let required = missing_capabilities(&ctx.client_capabilities, requests)?;
     Some(
         Refusal::new(code::MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability")

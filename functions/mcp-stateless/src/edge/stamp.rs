@@ -16,7 +16,10 @@ use bytes::Bytes;
 use serde::{Deserialize, de::IgnoredAny};
 use serde_json::value::RawValue;
 
-use crate::edge::request_log::RequestLog;
+use crate::{
+    edge::request_log::RequestLog,
+    protocol::message::{COMPLETE, INPUT_REQUIRED},
+};
 
 /// A JSON-RPC response and nothing more: any other field sends the body
 /// the general way, so that nothing is lost when it is written again.
@@ -74,8 +77,8 @@ pub(super) fn stamped(body: &Bytes, key: &str, server_info: &str) -> Option<(Byt
         }
         (Some(result), None) => {
             let head: ResultHead<'_> = serde_json::from_str(result.get()).ok()?;
-            let result_type = head.result_type.as_deref().unwrap_or("complete");
-            if head.meta || result_type == "input_required" {
+            let result_type = head.result_type.as_deref().unwrap_or(COMPLETE);
+            if head.meta || result_type == INPUT_REQUIRED {
                 return None;
             }
             // A RawValue holds the value's text exactly, an object's braces

@@ -6,6 +6,7 @@ pub mod arguments;
 pub mod capability_guard;
 pub mod context;
 pub mod elicitation;
+pub mod message;
 pub mod methods;
 pub mod report;
 

@@ -6,7 +6,11 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     edge::error::{Refusal, code},
-    protocol::{SUPPORTED_VERSIONS, capability_guard::missing_capabilities},
+    protocol::{
+        SUPPORTED_VERSIONS,
+        capability_guard::missing_capabilities,
+        message::{INPUT_REQUIRED, MessageView},
+    },
 };
 
 /// Result fields 2026-07-28 added, which no 2025-era schema has.
@@ -39,11 +43,9 @@ pub(super) fn shape(message: &mut Value, method: Option<&str>, client_capabiliti
         *message = refusal(message.get("id").cloned().unwrap_or(Value::Null), method, reason);
         return;
     }
-    let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) else {
-        return;
-    };
-    if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
-        let asked = result.get("inputRequests").and_then(Value::as_object);
+    let view = MessageView::of(message);
+    if view.result_type() == Some(INPUT_REQUIRED) {
+        let asked = view.input_requests();
         let missing = asked.and_then(|requests| missing_capabilities(client_capabilities, requests));
         let what = asked.map(asked_methods).unwrap_or_default();
         let reason = match missing {
@@ -61,8 +63,10 @@ pub(super) fn shape(message: &mut Value, method: Option<&str>, client_capabiliti
         *message = refusal(message.get("id").cloned().unwrap_or(Value::Null), method, reason);
         return;
     }
-    for field in MODERN_ONLY_RESULT_FIELDS {
-        result.remove(*field);
+    if let Some(result) = message.get_mut("result").and_then(Value::as_object_mut) {
+        for field in MODERN_ONLY_RESULT_FIELDS {
+            result.remove(*field);
+        }
     }
 }
 

@@ -43,6 +43,7 @@ use crate::{
     protocol::{
         capability_guard::missing_capabilities,
         context::{CallContext, EntryFacts, META_CLIENT_CAPABILITIES},
+        message::MessageView,
     },
     sessions::{
         LegacySessions, Session,
@@ -196,7 +197,8 @@ impl Conversation {
             Err(never) => match never {},
         };
         let message: Value = serde_json::from_slice(&body).unwrap_or_default();
-        if input_requests(&message).is_none() && task::created(&message).is_none() {
+        let view = MessageView::of(&message);
+        if view.input_requests().is_none() && view.created_task().is_none() {
             return Some((parts, body));
         }
         self.first = Some(http::Response::from_parts(parts, Full::new(body).boxed()));
@@ -211,10 +213,10 @@ impl Conversation {
                 None => (self.handler)(self.template.request()).await,
             };
             let mut last = self.relay(response, tx).await?;
-            if let Some(task_id) = task::created(&last) {
+            if let Some(task_id) = MessageView::of(&last).created_task().map(str::to_owned) {
                 last = self.follow(&task_id, tx).await?;
             }
-            let Some(requests) = input_requests(&last) else { return Some(last) };
+            let Some(requests) = MessageView::of(&last).input_requests() else { return Some(last) };
             if missing_capabilities(&self.template.ctx.client_capabilities, requests).is_some() {
                 // Shaped into a refusal naming the capability.
                 return Some(last);
@@ -399,12 +401,3 @@ pub(super) fn cut(facts: &EntryFacts) -> Instant {
 
 /// What a caller is told when every one of its waiting slots is taken.
 const TOO_MANY_WAITING: &str = "You have too many calls waiting for your answers. Answer or cancel one of them, or wait for one to end.";
-
-/// The requests an `input_required` result asks the client to answer.
-fn input_requests(message: &Value) -> Option<&Map<String, Value>> {
-    let result = message.get("result")?;
-    if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
-        return None;
-    }
-    result.get("inputRequests")?.as_object()
-}

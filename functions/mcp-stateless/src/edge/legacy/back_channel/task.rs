@@ -27,12 +27,6 @@ use crate::edge::{
 const MIN_POLL: Duration = Duration::from_millis(100);
 const MAX_POLL: Duration = Duration::from_secs(2);
 
-/// The task id of a `CreateTaskResult`.
-pub(super) fn created(message: &Value) -> Option<String> {
-    let result = message.get("result")?;
-    (result.get("resultType").and_then(Value::as_str) == Some("task")).then(|| result.get("taskId")?.as_str().map(str::to_owned))?
-}
-
 impl Conversation {
     /// Polls task `task_id` to its outcome: the call's final message, or
     /// none when the client left.
