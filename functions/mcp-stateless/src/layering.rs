@@ -206,3 +206,49 @@ fn the_reader_sees_every_kind_of_path() {
     let map = reexports(lib);
     assert_eq!((map["Principal"].as_str(), map["McpEndpoint"].as_str()), ("protocol", "edge"));
 }
+
+/// The types read from an extension map (`extensions.get::<T>()`,
+/// `extensions_mut().remove::<T>()` and the like) in `code`.
+fn extension_types(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("extensions") {
+        let rest = &code[at + "extensions".len()..];
+        let rest = rest.strip_prefix("_mut()").or_else(|| rest.strip_prefix("()")).unwrap_or(rest);
+        let Some(rest) = rest.strip_prefix('.') else { continue };
+        let Some((_, turbofish)) = rest.split_once("::<").filter(|(method, _)| method.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        else {
+            continue;
+        };
+        if let Some((name, _)) = turbofish.split_once('>') {
+            found.push(name.rsplit("::").next().unwrap_or(name).to_owned());
+        }
+    }
+    found
+}
+
+#[test]
+fn a_request_carries_one_scope() {
+    // What travels with a request from the edge to the handler is in
+    // protocol::scope::RequestScope, where this test and a reader see it:
+    // EntryFacts is what an entry point attaches (the edge takes it into
+    // the scope first), AnswerAsJson passes between two edge modules,
+    // Parts and Rounds are rmcp's context's.
+    const ALLOWED: &[&str] = &["RequestScope", "Self", "EntryFacts", "AnswerAsJson", "Parts", "Rounds"];
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut loose = Vec::new();
+    for file in &files {
+        if file.ends_with("layering.rs") {
+            continue;
+        }
+        for name in extension_types(&code_only(&fs::read_to_string(file).unwrap())) {
+            if !ALLOWED.contains(&name.as_str()) {
+                loose.push(format!("{} reads {name}", file.strip_prefix(&src).unwrap().display()));
+            }
+        }
+    }
+    assert!(loose.is_empty(), "request-scope facts outside protocol::scope::RequestScope:\n{}", loose.join("\n"));
+    let seen = extension_types("parts.extensions.get::<TaskIdsFilter>(); req.extensions_mut().remove::<crate::x::Marker>(); x.get::<No>()");
+    assert_eq!(seen, ["TaskIdsFilter", "Marker"], "the reader finds what it guards against");
+}

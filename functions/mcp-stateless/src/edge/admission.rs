@@ -17,12 +17,8 @@ use crate::{
         stream::Delivery,
         tolerance::{self, AnswerAsJson, Tolerated, VERSION_HEADER, VersionHeaders},
     },
-    protocol::{
-        SUPPORTED_VERSIONS,
-        context::{CallContext, EntryFacts},
-        methods,
-    },
-    subscriptions::{ListenNotServed, TaskIdsFilter},
+    protocol::{SUPPORTED_VERSIONS, context::CallContext, methods, scope::RequestScope},
+    subscriptions::TaskIdsFilter,
 };
 
 /// What a request may do once admitted.
@@ -58,7 +54,7 @@ impl Admission<'_> {
         log: &mut RequestLog,
         delivery: Delivery,
     ) -> Result<Admitted, (EdgeError, Option<Value>)> {
-        let facts = request.extensions().get::<EntryFacts>().cloned().unwrap_or_default();
+        let facts = request.extensions().get::<RequestScope>().map(|scope| scope.entry.clone()).unwrap_or_default();
         log.trace_id = request.headers().get("traceparent").and_then(|v| v.to_str().ok()).and_then(trace_id);
         if request.uri().path() != MCP_PATH {
             if request.method() == Method::GET && ResourceMetadata::is_published_at(request.uri().path()) {
@@ -174,14 +170,15 @@ impl Admission<'_> {
                     params.insert("notifications".into(), Value::Object(serde_json::Map::new()));
                 }
                 *request.body_mut() = Bytes::from(serde_json::to_vec(&object).unwrap_or_default());
-                request.extensions_mut().insert(ListenNotServed);
-                request.extensions_mut().insert(ctx.clone());
+                let scope = request.extensions_mut().get_or_insert_default::<RequestScope>();
+                scope.listen.not_served = true;
+                scope.call = Some(ctx.clone());
                 return Ok(Admitted::Request(request, ctx, id));
             }
             let task_ids = TaskIdsFilter::from_params(object.get("params"), &ctx).map_err(|e| (EdgeError::from(e), id.clone()))?;
-            request.extensions_mut().insert(task_ids);
+            request.extensions_mut().get_or_insert_default::<RequestScope>().listen.task_ids = task_ids.0;
         }
-        request.extensions_mut().insert(ctx.clone());
+        request.extensions_mut().get_or_insert_default::<RequestScope>().call = Some(ctx.clone());
         Ok(Admitted::Request(request, ctx, id))
     }
 

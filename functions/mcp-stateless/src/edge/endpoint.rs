@@ -41,7 +41,10 @@ use crate::{
         tolerance,
     },
     metrics,
-    protocol::context::{CallContext, EntryFacts, Era},
+    protocol::{
+        context::{CallContext, EntryFacts, Era},
+        scope::RequestScope,
+    },
     server::dependencies::Dependencies,
     subscriptions::TaskIdsFilter,
 };
@@ -194,6 +197,10 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
     }
 
     async fn route(&self, mut request: http::Request<Bytes>, log: &mut RequestLog, delivery: Delivery) -> Reply {
+        // From here on, what the entry point established travels in the
+        // request's one scope, beside what admission adds.
+        let entry = request.extensions_mut().remove::<EntryFacts>().unwrap_or_default();
+        request.extensions_mut().insert(RequestScope::new(entry));
         if let Some(verifier) = &self.bearer
             && request.uri().path() == MCP_PATH
         {
@@ -201,15 +208,15 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             // is large, and every request's future would carry it inline.
             match Box::pin(verifier.verify(request.headers())).await {
                 Ok(principal) => {
-                    let facts = request.extensions_mut().get_or_insert_default::<EntryFacts>();
-                    facts.principal = principal;
-                    facts.unidentified = false;
+                    let scope = request.extensions_mut().get_or_insert_default::<RequestScope>();
+                    scope.entry.principal = principal;
+                    scope.entry.unidentified = false;
                 }
                 Err(refusal) => {
                     let host = request
                         .extensions()
-                        .get::<EntryFacts>()
-                        .and_then(|f| f.api_domain.clone())
+                        .get::<RequestScope>()
+                        .and_then(|scope| scope.entry.api_domain.clone())
                         .or_else(|| request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned))
                         .unwrap_or_default();
                     return Reply::Whole(refusal.into_response(&self.resource_metadata.url(&host), &verifier.policy().scopes));
@@ -219,8 +226,8 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let admission =
             Admission { policy: &self.policy, metadata: &self.resource_metadata, listens: self.listens, legacy: self.legacy.serves() };
         match admission.admit(request, log, delivery) {
-            Ok(Admitted::Request(request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, delivery).await,
-            Ok(Admitted::Other(request, id)) => self.dispatch(request, None, id, log, delivery).await,
+            Ok(Admitted::Request(request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, delivery, None).await,
+            Ok(Admitted::Other(request, id)) => self.dispatch(request, None, id, log, delivery, None).await,
             Ok(Admitted::Answered(response)) => Reply::Whole(response),
             Ok(Admitted::Legacy(route)) => self.serve_legacy(route, &admission, log, delivery).await,
             Err((error, id)) => Reply::Whole(refused(log, error, id)),
@@ -234,11 +241,12 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         request_id: Option<Value>,
         log: &mut RequestLog,
         delivery: Delivery,
+        guard: Option<stream::Guard>,
     ) -> Reply {
         let (parts, body) = request.into_parts();
-        let deadline = parts.extensions.get::<EntryFacts>().and_then(|facts| facts.deadline);
-        let task_ids = parts.extensions.get::<TaskIdsFilter>().cloned().unwrap_or_default();
-        let guard = parts.extensions.get::<legacy::NotificationStream>().map(|stream| stream.0.clone());
+        let scope = RequestScope::of(&parts);
+        let deadline = scope.and_then(|scope| scope.entry.deadline);
+        let task_ids = TaskIdsFilter(scope.map(|scope| scope.listen.task_ids.clone()).unwrap_or_default());
         let shape = self.legacy.shaper();
         let notifications_only = guard.is_some();
         let request_id = request_id.unwrap_or(Value::Null);

@@ -19,7 +19,7 @@ use crate::{
         error::EdgeError,
         request_log::RequestLog,
         rewrite::Shape,
-        stream::{Delivery, EdgeBody, Guard},
+        stream::{Delivery, EdgeBody},
     },
     metrics::Counts,
     protocol::context::Principal,
@@ -74,10 +74,6 @@ impl Route {
         Ok(Err((request, message)))
     }
 }
-
-/// Never attached: there are no session streams.
-#[derive(Clone)]
-pub(in crate::edge) struct NotificationStream(pub Guard);
 
 /// No conversation is ever held.
 pub(in crate::edge) enum Conversation {}

@@ -200,8 +200,8 @@ impl CallContext {
         request
             .extensions
             .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<CallContext>())
-            .cloned()
+            .and_then(crate::protocol::scope::RequestScope::of)
+            .and_then(|scope| scope.call.clone())
             .ok_or_else(|| ErrorData::internal_error("request context unavailable", None))
     }
 }

@@ -9,6 +9,7 @@ pub mod elicitation;
 pub mod message;
 pub mod methods;
 pub mod report;
+pub mod scope;
 
 use std::borrow::Cow;
 

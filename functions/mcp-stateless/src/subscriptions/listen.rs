@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use super::{ListKind, Subscriptions, feed::Lists};
 use crate::{
-    CallContext, EntryFacts,
+    CallContext,
     handles::{access::Handles, resource::HandleResources},
+    protocol::scope::{OnOpen, RequestScope},
     quota::QuotaKey,
     tasks::Tasks,
 };
@@ -29,20 +30,6 @@ pub struct Watched<'a> {
     /// read for the request's `resourceSubscriptions`.
     pub resources: Option<(&'a HandleResources, &'a Handles)>,
 }
-
-pub(super) use super::task_ids::TaskIdsFilter;
-
-/// Marks a `subscriptions/listen` the edge cannot hold open (its answer
-/// is whole): acknowledged and ended at once, in the one answer.
-#[derive(Debug, Clone, Copy)]
-pub struct ListenNotServed;
-
-/// What a stream's opener runs once the stream is admitted (its caller's
-/// bound taken), before it watches anything; an error ends the stream with
-/// that message. A 2025-era session's notification stream makes itself the
-/// session's one here, so a stream refused at its bound replaces nothing.
-#[derive(Clone)]
-pub struct OnOpen(pub std::sync::Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<(), String>> + Send + Sync>);
 
 const TOO_MANY_STREAMS: &str = "You have too many subscriptions/listen streams open. Close one you no longer need, or wait for one to end.";
 
@@ -65,16 +52,16 @@ impl Subscriptions {
         // one list call; a lost one, a stale list).
         let recent = self.clock.now_ms().saturating_sub(RECENT.as_millis() as u64);
         let request = context.request_context();
-        let parts = request.extensions.get::<http::request::Parts>();
-        if !self.enabled() || parts.is_some_and(|p| p.extensions.get::<ListenNotServed>().is_some()) {
+        let scope = request.extensions.get::<http::request::Parts>().and_then(RequestScope::of);
+        if !self.enabled() || scope.is_some_and(|scope| scope.listen.not_served) {
             // Acknowledged with what is honoured here; ended at once,
             // gracefully, so the client goes on (Subscriptions::accepted).
             return Ok(());
         }
         let ctx = CallContext::of(request)?;
-        let task_ids = parts.and_then(|p| p.extensions.get::<TaskIdsFilter>()).cloned().unwrap_or_default().0;
-        let on_open = parts.and_then(|p| p.extensions.get::<OnOpen>()).cloned();
-        let deadline = parts.and_then(|p| p.extensions.get::<EntryFacts>()).and_then(|facts| facts.deadline);
+        let task_ids = scope.map(|scope| scope.listen.task_ids.clone()).unwrap_or_default();
+        let on_open = scope.and_then(|scope| scope.listen.on_open.clone());
+        let deadline = scope.and_then(|scope| scope.entry.deadline);
 
         let key = QuotaKey::new(&ctx.principal.binding_id(), "lst", self.policy.lifetime, self.clock.now());
         if !self.quota.take(&key, self.policy.max_per_owner).await.map_err(internal)? {

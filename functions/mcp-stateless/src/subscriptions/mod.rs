@@ -22,7 +22,7 @@ use rmcp::model::{ServerCapabilities, SubscriptionFilter};
 
 use crate::{clock::Clock, quota::CreationQuota, storage::StoreError};
 pub use feed::{ChangeFeed, InMemoryFeed, ListDigests, ListKind};
-pub use listen::{ListenNotServed, OnOpen, Watched};
+pub use listen::Watched;
 pub use task_ids::{TaskIdsFilter, TaskIdsRefusal};
 
 /// Task ids one stream may watch: each is read every poll interval.

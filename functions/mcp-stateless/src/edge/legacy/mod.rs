@@ -48,7 +48,6 @@ use crate::{edge::rewrite::Shape, server::dependencies::Dependencies, sessions::
 pub(super) use back_channel::Conversation;
 pub(super) use classify::Route;
 pub(super) use serve::conversation_response;
-pub(super) use session_routes::NotificationStream;
 
 /// The header a legacy session travels in.
 pub(super) const SESSION_HEADER: &str = "mcp-session-id";

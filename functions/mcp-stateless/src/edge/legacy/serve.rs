@@ -27,8 +27,9 @@ use crate::{
     },
     metrics::Counts,
     protocol::{
-        context::{CallContext, EntryFacts, Era},
+        context::{CallContext, Era},
         methods,
+        scope::RequestScope,
     },
     sessions::{LegacySessions, Session},
     subscriptions::TaskIdsFilter,
@@ -58,8 +59,8 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                 }
                 match session_routes::notification_stream(sessions, request, &principal).await {
                     Err(response) => Reply::Whole(response),
-                    Ok((listen, era)) => match readmit(admission, listen, era, log, delivery) {
-                        Ok((request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, delivery).await,
+                    Ok((listen, era, guard)) => match readmit(admission, listen, era, log, delivery) {
+                        Ok((request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, delivery, Some(guard)).await,
                         Err(refusal) => Reply::Whole(refusal),
                     },
                 }
@@ -79,7 +80,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                                 && log.method.as_deref().and_then(methods::method).is_some_and(|row| row.may_ask);
                             match session.filter(|_| may_ask) {
                                 Some(session) => self.converse(self.conversation(sessions, request, ctx, id, session, log), log).await,
-                                None => self.dispatch(request, Some(ctx), id, log, delivery).await,
+                                None => self.dispatch(request, Some(ctx), id, log, delivery, None).await,
                             }
                         }
                         Err(refusal) => Reply::Whole(refusal),
@@ -103,7 +104,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let (parts, body) = request.into_parts();
         let request_id = id.unwrap_or(Value::Null);
         let message = serde_json::from_slice(&body).unwrap_or_default();
-        let facts = parts.extensions.get::<EntryFacts>().cloned().unwrap_or_default();
+        let facts = RequestScope::of(&parts).map(|scope| scope.entry.clone()).unwrap_or_default();
         let cut = back_channel::cut(&facts);
         let mut template = Template { method: parts.method, uri: parts.uri, headers: parts.headers, ctx: ctx.clone(), facts, message };
         // The stream follows a task to its outcome for the client, which
@@ -188,7 +189,7 @@ fn readmit(
 ) -> Result<(http::Request<Bytes>, CallContext, Option<Value>), http::Response<Bytes>> {
     match admission.admit(request, log, delivery) {
         Ok(Admitted::Request(mut request, mut ctx, id)) => {
-            if let Some(attached) = request.extensions_mut().get_mut::<CallContext>() {
+            if let Some(attached) = request.extensions_mut().get_mut::<RequestScope>().and_then(|scope| scope.call.as_mut()) {
                 attached.era = era.clone();
             }
             ctx.era = era;

@@ -18,9 +18,11 @@ use crate::{
         error::{Refusal, code},
         stream::Guard,
     },
-    protocol::context::{Era, Principal},
+    protocol::{
+        context::{Era, Principal},
+        scope::{OnOpen, RequestScope},
+    },
     sessions::{LegacySessions, Session, mailbox::AnswerRefusal},
-    subscriptions::OnOpen,
 };
 
 /// `DELETE` with a session: ends it, on every instance. 404 if it was not
@@ -40,12 +42,6 @@ pub(super) async fn end_session(sessions: &LegacySessions, request: &http::Reque
     }
 }
 
-/// Marks the modern request a session's `GET` became: its stream carries
-/// notifications only, so the listen acknowledgement and the final result
-/// are left out; and it goes on only while it is the session's one.
-#[derive(Clone)]
-pub(in crate::edge) struct NotificationStream(pub Guard);
-
 /// A session's notification stream, and its id once it made itself the
 /// session's one.
 struct HeldStream {
@@ -56,7 +52,7 @@ struct HeldStream {
 }
 
 impl HeldStream {
-    /// Makes this stream the session's one (`subscriptions::OnOpen`).
+    /// Makes this stream the session's one (`protocol::scope::OnOpen`).
     async fn claim(&self) -> Result<(), String> {
         let id = self.sessions.hold_stream(&self.principal, &self.session).await.map_err(|error| error.to_string())?;
         let _ = self.id.set(id);
@@ -76,12 +72,14 @@ impl HeldStream {
 /// `GET` with a session: the session's notification stream, served as the
 /// listen stream it means (every list the server has, and the resources
 /// the session subscribed to when it opened), bounded and counted per
-/// caller as listen streams are.
+/// caller as listen streams are. With it, its guard: the stream carries
+/// notifications only (the listen acknowledgement and the final result are
+/// left out), and goes on only while it is the session's one.
 pub(super) async fn notification_stream(
     sessions: &LegacySessions,
     request: http::Request<Bytes>,
     principal: &Principal,
-) -> Result<(http::Request<Bytes>, Era), http::Response<Bytes>> {
+) -> Result<(http::Request<Bytes>, Era, Guard), http::Response<Bytes>> {
     let token = session_token(request.headers()).unwrap_or_default();
     let opened = sessions.open(principal, token).await.map_err(|error| session_error(error, None))?;
     // One stream per session, across instances: once admitted (within the
@@ -113,11 +111,10 @@ pub(super) async fn notification_stream(
     parts.method = http::Method::POST;
     parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     parts.headers.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
-    parts.extensions.insert(NotificationStream(guard));
-    parts.extensions.insert(on_open);
+    parts.extensions.get_or_insert_default::<RequestScope>().listen.on_open = Some(on_open);
     let headers = standard_headers("subscriptions/listen", &Value::Null, &|_: &str| None);
     let era = Era::Legacy { version: opened.0.protocol_version.clone() };
-    Ok((modern_request(http::Request::from_parts(parts, Bytes::new()), &message, headers), era))
+    Ok((modern_request(http::Request::from_parts(parts, Bytes::new()), &message, headers), era, guard))
 }
 
 /// A client's answer to a request the server sent mid-call: taken into

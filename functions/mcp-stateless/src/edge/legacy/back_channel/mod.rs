@@ -44,6 +44,7 @@ use crate::{
         capability_guard::missing_capabilities,
         context::{CallContext, EntryFacts, META_CLIENT_CAPABILITIES},
         message::MessageView,
+        scope::RequestScope,
     },
     sessions::{
         LegacySessions, Session,
@@ -101,8 +102,7 @@ impl Template {
                 request.headers_mut().insert(*name, value);
             }
         }
-        request.extensions_mut().insert(self.ctx.clone());
-        request.extensions_mut().insert(self.facts.clone());
+        request.extensions_mut().insert(RequestScope { call: Some(self.ctx.clone()), ..RequestScope::new(self.facts.clone()) });
         request
     }
 
