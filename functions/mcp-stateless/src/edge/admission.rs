@@ -123,6 +123,7 @@ impl Admission<'_> {
         };
         log.method = Some(method.to_owned());
         let row = methods::method(method);
+        log.known = row;
         let name_key = row.and_then(|row| row.name_key);
         log.target = name_key.and_then(|key| object.get("params")?.get(key)?.as_str()).map(str::to_owned);
         if id.is_none() {
@@ -130,7 +131,7 @@ impl Admission<'_> {
             return Ok(Admitted::Other(request, None));
         }
         if self.legacy {
-            (request, object) = match Route::call(request, object, &id, &facts.principal).map_err(|e| (e, id.clone()))? {
+            (request, object) = match Route::call(request, object, row, &id, &facts.principal).map_err(|e| (e, id.clone()))? {
                 Ok(route) => return Ok(Admitted::Legacy(route)),
                 Err(back) => back,
             };

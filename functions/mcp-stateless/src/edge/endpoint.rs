@@ -92,10 +92,11 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
             .disable_allowed_origins();
         let info = handler.get_info();
         let server_info = Arc::new(serde_json::to_value(&info.server_info).unwrap_or_default());
-        let listens = advertises_changes(&info);
+        let capabilities = serde_json::to_value(&info.capabilities).unwrap_or_default();
+        let listens = !crate::protocol::announced_changes(&capabilities).is_empty();
         let factory = handler.clone();
         let rmcp = StreamableHttpService::new(move || Ok(factory.clone()), Arc::new(NeverSessionManager::default()), config);
-        let legacy = LegacySide::new(&handler, &rmcp, listens);
+        let legacy = LegacySide::new(&handler, &info, &capabilities, &rmcp, listens);
         let server_info_text = Arc::from(server_info.to_string());
         Self {
             rmcp,
@@ -358,13 +359,4 @@ pub(super) enum Reply {
         /// is the session's one.
         guard: Option<stream::Guard>,
     },
-}
-
-/// Whether `info` advertises list or resource changes, which only listen
-/// streams deliver.
-fn advertises_changes(info: &rmcp::model::ServerConfig) -> bool {
-    let capabilities = serde_json::to_value(&info.capabilities).unwrap_or_default();
-    ["tools", "prompts", "resources"].iter().any(|kind| {
-        ["listChanged", "subscribe"].iter().any(|flag| capabilities.get(kind).and_then(|c| c.get(flag)) == Some(&Value::Bool(true)))
-    })
 }

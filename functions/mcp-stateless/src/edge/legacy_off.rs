@@ -30,7 +30,13 @@ use crate::{
 pub(super) struct LegacySide;
 
 impl LegacySide {
-    pub(super) fn new<S: ServerHandler + Clone>(_: &S, _: &StreamableHttpService<S, NeverSessionManager>, _: bool) -> Self {
+    pub(super) fn new<S: ServerHandler + Clone>(
+        _: &S,
+        _: &rmcp::model::ServerConfig,
+        _: &Value,
+        _: &StreamableHttpService<S, NeverSessionManager>,
+        _: bool,
+    ) -> Self {
         Self
     }
 
@@ -68,6 +74,7 @@ impl Route {
     pub(in crate::edge) fn call(
         request: http::Request<Bytes>,
         message: Map<String, Value>,
+        _: Option<&crate::protocol::methods::Method>,
         _: &Option<Value>,
         _: &Principal,
     ) -> Result<Result<Self, (http::Request<Bytes>, Map<String, Value>)>, EdgeError> {

@@ -26,6 +26,9 @@ use crate::{
 #[derive(Debug, Default)]
 pub(crate) struct RequestLog {
     pub method: Option<String>,
+    /// The method's row, when the server knows it (looked up once, at
+    /// admission).
+    pub known: Option<&'static methods::Method>,
     /// Tool or prompt name, or resource URI.
     pub target: Option<String>,
     pub result_type: Option<String>,
@@ -94,13 +97,13 @@ impl RequestLog {
     }
 
     fn method_dimension(&self) -> &str {
-        match self.method.as_deref() {
+        match (self.known, self.method.as_deref()) {
             // Every method the server knows (protocol::methods) is its own
             // dimension; any other is `other`.
-            Some(method) if methods::method(method).is_some() => method,
-            Some(method) if method.starts_with("notifications/") => "notification",
-            Some(_) => "other",
-            None => "-",
+            (Some(row), _) => row.name,
+            (None, Some(method)) if method.starts_with("notifications/") => "notification",
+            (None, Some(_)) => "other",
+            (None, None) => "-",
         }
     }
 
@@ -189,7 +192,8 @@ mod tests {
     use super::*;
 
     fn logged(method: &str, target: &str, message: Value) -> RequestLog {
-        let mut log = RequestLog { method: Some(method.into()), target: Some(target.into()), ..Default::default() };
+        let known = methods::method(method);
+        let mut log = RequestLog { method: Some(method.into()), known, target: Some(target.into()), ..Default::default() };
         log.record_outcome(&message);
         log
     }

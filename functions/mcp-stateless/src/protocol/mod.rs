@@ -34,6 +34,22 @@ pub fn supported_protocol_versions() -> Cow<'static, [ProtocolVersion]> {
     Cow::Borrowed(&[ProtocolVersion::V_2026_07_28])
 }
 
+/// The changes `capabilities` (as JSON) say the server announces: each
+/// list (`tools`, `prompts`, `resources`) with each of its flags
+/// (`listChanged`, `subscribe`) that is `true`. Listen streams exist where
+/// there is one; a 2025-era session is offered exactly these.
+pub fn announced_changes(capabilities: &serde_json::Value) -> Vec<(&'static str, &'static str)> {
+    let mut announced = Vec::new();
+    for kind in ["tools", "prompts", "resources"] {
+        for flag in ["listChanged", "subscribe"] {
+            if capabilities.get(kind).and_then(|c| c.get(flag)) == Some(&serde_json::Value::Bool(true)) {
+                announced.push((kind, flag));
+            }
+        }
+    }
+    announced
+}
+
 /// For `ServerHandler::get_info`: the capabilities plus the implementation
 /// name and version that go into every result's `_meta` as
 /// `io.modelcontextprotocol/serverInfo`.

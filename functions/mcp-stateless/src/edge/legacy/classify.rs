@@ -98,13 +98,15 @@ impl Route {
     pub(in crate::edge) fn call(
         request: http::Request<Bytes>,
         message: Map<String, Value>,
+        row: Option<&methods::Method>,
         id: &Option<Value>,
         principal: &Principal,
     ) -> Result<Result<Self, (http::Request<Bytes>, Map<String, Value>)>, EdgeError> {
-        let method = message.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
-        match of(&method, &message, request.headers())? {
+        let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
+        match of(method, row, &message, request.headers())? {
             Claimed::Modern => Ok(Err((request, message))),
             Claimed::Legacy(version) => {
+                let method = method.to_owned();
                 let id = id.clone().unwrap_or(Value::Null);
                 Ok(Ok(Self::Call(LegacyRequest { request, message, id, method, version, principal: principal.clone() })))
             }
@@ -122,13 +124,14 @@ enum Claimed {
     Legacy(&'static str),
 }
 
-/// The era of a request with `method` and `message`'s params, or the
-/// refusal of a version header this server does not speak at all.
-fn of(method: &str, message: &Map<String, Value>, headers: &HeaderMap) -> Result<Claimed, EdgeError> {
+/// The era of a request with `method` (its `row`, when known) and
+/// `message`'s params, or the refusal of a version header this server does
+/// not speak at all.
+fn of(method: &str, row: Option<&methods::Method>, message: &Map<String, Value>, headers: &HeaderMap) -> Result<Claimed, EdgeError> {
     let claims_version = message.get("params").and_then(|p| p.get("_meta")).and_then(|m| m.get(META_PROTOCOL_VERSION)).is_some();
     // Methods only 2026-07-28 has: whatever they carry, their own checks
     // answer them.
-    if claims_version || methods::method(method).is_some_and(|row| row.eras == Eras::Modern) {
+    if claims_version || row.is_some_and(|row| row.eras == Eras::Modern) {
         return Ok(Claimed::Modern);
     }
     if method == "initialize" {
@@ -164,7 +167,7 @@ mod tests {
         if let Some(h) = header {
             headers.insert("mcp-protocol-version", h.parse().unwrap());
         }
-        of(method, message.as_object().unwrap(), &headers)
+        of(method, methods::method(method), message.as_object().unwrap(), &headers)
     }
 
     #[test]
@@ -181,7 +184,11 @@ mod tests {
         let mut in_session = HeaderMap::new();
         in_session.insert("mcp-protocol-version", "2026-07-28".parse().unwrap());
         in_session.insert(SESSION_HEADER, "v1.x".parse().unwrap());
-        assert_eq!(of("tools/list", message.as_object().unwrap(), &in_session).unwrap(), Claimed::Legacy("2026-07-28"), "the session's");
+        assert_eq!(
+            of("tools/list", methods::method("tools/list"), message.as_object().unwrap(), &in_session).unwrap(),
+            Claimed::Legacy("2026-07-28"),
+            "the session's"
+        );
         assert_eq!(era("server/discover", json!({}), None).unwrap(), Claimed::Modern);
         assert!(matches!(era("tools/list", json!({}), Some("2024-11-05")), Err(EdgeError::UnsupportedVersion { .. })));
     }

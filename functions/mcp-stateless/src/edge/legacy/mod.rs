@@ -76,6 +76,8 @@ impl LegacySide {
     /// streams exist, and so a session's notification stream.
     pub(super) fn new<S: ServerHandler + Clone>(
         handler: &S,
+        info: &rmcp::model::ServerConfig,
+        capabilities: &Value,
         service: &StreamableHttpService<S, NeverSessionManager>,
         notifies: bool,
     ) -> Self {
@@ -86,7 +88,7 @@ impl LegacySide {
             let service = service.clone();
             Box::pin(async move { service.handle(request).await })
         });
-        Self { sessions: None, info: LegacyInfo::new(&handler.get_info(), notifies), tool_schemas, rounds }
+        Self { sessions: None, info: LegacyInfo::new(info, capabilities, notifies), tool_schemas, rounds }
     }
 
     /// Serves the era with sessions sealed as `deps` seal `requestState`
@@ -125,18 +127,17 @@ impl LegacyInfo {
     /// `subscribe` where the handler advertises them, which is where listen
     /// streams exist and so a session's notification stream too; nothing of
     /// 2026-07-28's extensions or tasks.
-    fn new(info: &rmcp::model::ServerConfig, notifies: bool) -> Self {
-        let modern = serde_json::to_value(&info.capabilities).unwrap_or_default();
+    fn new(info: &rmcp::model::ServerConfig, modern: &Value, notifies: bool) -> Self {
         let mut capabilities = Map::new();
         for kind in ["tools", "prompts", "resources"] {
-            let Some(advertised) = modern.get(kind) else { continue };
-            let mut legacy = Map::new();
-            for flag in ["listChanged", "subscribe"] {
-                if advertised.get(flag) == Some(&Value::Bool(true)) {
-                    legacy.insert(flag.into(), Value::Bool(true));
-                }
+            if modern.get(kind).is_some() {
+                capabilities.insert(kind.into(), json!({}));
             }
-            capabilities.insert(kind.into(), Value::Object(legacy));
+        }
+        for (kind, flag) in crate::protocol::announced_changes(modern) {
+            if let Some(Value::Object(flags)) = capabilities.get_mut(kind) {
+                flags.insert(flag.into(), Value::Bool(true));
+            }
         }
         if modern.get("completions").is_some() {
             capabilities.insert("completions".into(), json!({}));

@@ -28,7 +28,6 @@ use crate::{
     metrics::Counts,
     protocol::{
         context::{CallContext, Era},
-        methods,
         scope::RequestScope,
     },
     sessions::{LegacySessions, Session},
@@ -76,8 +75,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                         Ok((request, ctx, id)) => {
                             // Only a stream can carry the server's own
                             // requests, and only a session its answers.
-                            let may_ask = delivery == Delivery::Streamed
-                                && log.method.as_deref().and_then(methods::method).is_some_and(|row| row.may_ask);
+                            let may_ask = delivery == Delivery::Streamed && log.known.is_some_and(|row| row.may_ask);
                             match session.filter(|_| may_ask) {
                                 Some(session) => self.converse(self.conversation(sessions, request, ctx, id, session, log), log).await,
                                 None => self.dispatch(request, Some(ctx), id, log, delivery, None).await,
