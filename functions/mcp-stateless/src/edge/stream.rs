@@ -16,9 +16,12 @@ use http_body_util::{Either, Full, StreamBody, combinators::BoxBody};
 use hyper::body::Frame;
 use serde_json::Value;
 
-use crate::edge::{
-    error::{Refusal, code},
-    sse,
+use crate::{
+    edge::{
+        error::{Refusal, code},
+        sse,
+    },
+    protocol::message::MessageView,
 };
 
 /// How one answer leaves the edge: whole, once the handler has finished
@@ -189,7 +192,7 @@ impl<R: Rewrite> State<R> {
             // Left out by the rewrite; a comment keeps the frame.
             return sse::KEEP_ALIVE.to_owned();
         }
-        if message.get("id").is_some() && (message.get("result").is_some() || message.get("error").is_some()) {
+        if MessageView::of(&message).is_response() {
             self.answered = true;
         }
         sse::with_message(event, &message)

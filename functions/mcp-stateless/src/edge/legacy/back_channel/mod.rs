@@ -262,7 +262,7 @@ impl Conversation {
                 tx.send(Bytes::from(sse::frame(&event))).await.ok()?;
                 continue;
             };
-            if message.get("id") == Some(&self.request_id) && (message.get("result").is_some() || message.get("error").is_some()) {
+            if message.get("id") == Some(&self.request_id) && MessageView::of(&message).is_response() {
                 return Some(message);
             }
             self.finish.message(&mut message);
