@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, header};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::{
     edge::{
@@ -17,7 +17,12 @@ use crate::{
         stream::Delivery,
         tolerance::{self, AnswerAsJson, Tolerated, VERSION_HEADER, VersionHeaders},
     },
-    protocol::{SUPPORTED_VERSIONS, context::CallContext, methods, scope::RequestScope},
+    protocol::{
+        SUPPORTED_VERSIONS,
+        context::{CallContext, EntryFacts},
+        methods,
+        scope::RequestScope,
+    },
     subscriptions::TaskIdsFilter,
 };
 
@@ -93,6 +98,35 @@ impl Admission<'_> {
             Value::Array(_) => return Err((EdgeError::Batch, None)),
             _ => return Err((EdgeError::NotAnObject, None)),
         };
+        self.admit_message(request, object, facts, version_headers, log, delivery)
+    }
+
+    /// The 2026-07-28 request a 2025-era one was translated into, `object`
+    /// its message: its envelope was admitted as the 2025-era request's, so
+    /// only its message's checks run (nothing is parsed again).
+    #[cfg(feature = "legacy")]
+    pub(super) fn admit_translated(
+        &self,
+        mut request: http::Request<Bytes>,
+        object: Map<String, Value>,
+        log: &mut RequestLog,
+        delivery: Delivery,
+    ) -> Result<Admitted, (EdgeError, Option<Value>)> {
+        let facts = request.extensions().get::<RequestScope>().map(|scope| scope.entry.clone()).unwrap_or_default();
+        let version_headers = tolerance::version_headers(request.headers_mut());
+        self.admit_message(request, object, facts, version_headers, log, delivery)
+    }
+
+    /// The checks of a request's message, once its envelope passed.
+    fn admit_message(
+        &self,
+        mut request: http::Request<Bytes>,
+        object: Map<String, Value>,
+        facts: EntryFacts,
+        version_headers: VersionHeaders,
+        log: &mut RequestLog,
+        delivery: Delivery,
+    ) -> Result<Admitted, (EdgeError, Option<Value>)> {
         // Noted once the client's name can be read; the marker goes, so a
         // 2025-era request admitted again as the modern one it means is
         // not counted twice.
@@ -168,7 +202,7 @@ impl Admission<'_> {
                 // Nothing is honoured, whatever the handler would watch.
                 let mut object = object;
                 if let Some(params) = object.get_mut("params").and_then(Value::as_object_mut) {
-                    params.insert("notifications".into(), Value::Object(serde_json::Map::new()));
+                    params.insert("notifications".into(), Value::Object(Map::new()));
                 }
                 *request.body_mut() = Bytes::from(serde_json::to_vec(&object).unwrap_or_default());
                 let scope = request.extensions_mut().get_or_insert_default::<RequestScope>();

@@ -43,9 +43,10 @@ const LOG_LEVELS: &[&str] = &["debug", "info", "notice", "warning", "error", "cr
 pub(super) enum Step {
     /// Answered here.
     Answered(http::Response<Bytes>),
-    /// For the handler: the modern request this one means, the era its
-    /// answer is shaped for, and the client's session if it named one.
-    Serve(http::Request<Bytes>, Era, Option<Session>),
+    /// For the handler: the modern request this one means and its message,
+    /// the era its answer is shaped for, and the client's session if it
+    /// named one.
+    Serve(http::Request<Bytes>, Map<String, Value>, Era, Option<Session>),
 }
 
 /// The legacy side of one endpoint.
@@ -109,7 +110,7 @@ impl Legacy<'_> {
                 let headers = standard_headers(&method, &params, self.tool_schema);
                 message.insert("params".into(), with_modern_meta(params, opened.as_ref()));
                 let session = opened.map(|(session, _)| session);
-                return Step::Serve(modern_request(request, &message, headers), Era::Legacy { version }, session);
+                return Step::Serve(modern_request(request, &message, headers), message, Era::Legacy { version }, session);
             }
             _ => {
                 let refusal = Refusal::new(code::METHOD_NOT_FOUND, format!("Method not found: {method}"));

@@ -7,7 +7,7 @@ use std::{sync::Arc, time::Instant};
 use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
 use rmcp::ServerHandler;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{
     Route,
@@ -58,7 +58,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                 }
                 match session_routes::notification_stream(sessions, request, &principal).await {
                     Err(response) => Reply::Whole(response),
-                    Ok((listen, era, guard)) => match readmit(admission, listen, era, log, delivery) {
+                    Ok((listen, message, era, guard)) => match readmit(admission, listen, message, era, log, delivery) {
                         Ok((request, ctx, id)) => self.dispatch(request, Some(ctx), id, log, delivery, Some(guard)).await,
                         Err(refusal) => Reply::Whole(refusal),
                     },
@@ -71,18 +71,24 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                     Step::Answered(response) => Reply::Whole(response),
                     // The modern request it means passes every modern
                     // check, then is served, and answered, for its era.
-                    Step::Serve(request, era, session) => match readmit(admission, request, era, log, delivery) {
-                        Ok((request, ctx, id)) => {
-                            // Only a stream can carry the server's own
-                            // requests, and only a session its answers.
-                            let may_ask = delivery == Delivery::Streamed && log.known.is_some_and(|row| row.may_ask);
-                            match session.filter(|_| may_ask) {
-                                Some(session) => self.converse(self.conversation(sessions, request, ctx, id, session, log), log).await,
+                    Step::Serve(request, message, era, session) => {
+                        // Only a stream can carry the server's own requests,
+                        // and only a session its answers. A conversation
+                        // sends the message again each round: only it keeps
+                        // a copy.
+                        let may_ask = delivery == Delivery::Streamed && log.known.is_some_and(|row| row.may_ask);
+                        let asks = session.filter(|_| may_ask).map(|session| (session, message.clone()));
+                        match readmit(admission, request, message, era, log, delivery) {
+                            Ok((request, ctx, id)) => match asks {
+                                Some((session, message)) => {
+                                    let conversation = self.conversation(sessions, request, message, ctx, id, session, log);
+                                    self.converse(conversation, log).await
+                                }
                                 None => self.dispatch(request, Some(ctx), id, log, delivery, None).await,
-                            }
+                            },
+                            Err(refusal) => Reply::Whole(refusal),
                         }
-                        Err(refusal) => Reply::Whole(refusal),
-                    },
+                    }
                 }
             }
         }
@@ -93,15 +99,15 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         &self,
         sessions: &LegacySessions,
         request: http::Request<Bytes>,
+        message: Map<String, Value>,
         ctx: CallContext,
         id: Option<Value>,
         session: Session,
         log: &RequestLog,
     ) -> Box<Conversation> {
         let side = &self.legacy;
-        let (parts, body) = request.into_parts();
+        let (parts, _) = request.into_parts();
         let request_id = id.unwrap_or(Value::Null);
-        let message = serde_json::from_slice(&body).unwrap_or_default();
         let facts = RequestScope::of(&parts).map(|scope| scope.entry.clone()).unwrap_or_default();
         let cut = back_channel::cut(&facts);
         let mut template = Template { method: parts.method, uri: parts.uri, headers: parts.headers, ctx: ctx.clone(), facts, message };
@@ -181,11 +187,12 @@ pub(in crate::edge) fn conversation_response(
 fn readmit(
     admission: &Admission<'_>,
     request: http::Request<Bytes>,
+    message: Map<String, Value>,
     era: Era,
     log: &mut RequestLog,
     delivery: Delivery,
 ) -> Result<(http::Request<Bytes>, CallContext, Option<Value>), http::Response<Bytes>> {
-    match admission.admit(request, log, delivery) {
+    match admission.admit_translated(request, message, log, delivery) {
         Ok(Admitted::Request(mut request, mut ctx, id)) => {
             if let Some(attached) = request.extensions_mut().get_mut::<RequestScope>().and_then(|scope| scope.call.as_mut()) {
                 attached.era = era.clone();

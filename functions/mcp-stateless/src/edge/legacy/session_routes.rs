@@ -79,7 +79,7 @@ pub(super) async fn notification_stream(
     sessions: &LegacySessions,
     request: http::Request<Bytes>,
     principal: &Principal,
-) -> Result<(http::Request<Bytes>, Era, Guard), http::Response<Bytes>> {
+) -> Result<(http::Request<Bytes>, Map<String, Value>, Era, Guard), http::Response<Bytes>> {
     let token = session_token(request.headers()).unwrap_or_default();
     let opened = sessions.open(principal, token).await.map_err(|error| session_error(error, None))?;
     // One stream per session, across instances: once admitted (within the
@@ -114,7 +114,7 @@ pub(super) async fn notification_stream(
     parts.extensions.get_or_insert_default::<RequestScope>().listen.on_open = Some(on_open);
     let headers = standard_headers("subscriptions/listen", &Value::Null, &|_: &str| None);
     let era = Era::Legacy { version: opened.0.protocol_version.clone() };
-    Ok((modern_request(http::Request::from_parts(parts, Bytes::new()), &message, headers), era, guard))
+    Ok((modern_request(http::Request::from_parts(parts, Bytes::new()), &message, headers), message, era, guard))
 }
 
 /// A client's answer to a request the server sent mid-call: taken into
