@@ -149,7 +149,15 @@ pub(in crate::edge) struct Conversation {
     pub(super) waiting: Option<String>,
     /// The first round's answer, when [`first_round`](Self::first_round)
     /// found it needs more.
-    pub(super) first: Option<http::Response<BoxBody<Bytes, Infallible>>>,
+    pub(super) first: Option<Kept>,
+}
+
+/// What the first round left for the conversation.
+pub(super) enum Kept {
+    /// Its event stream, still to relay.
+    Stream(http::Response<BoxBody<Bytes, Infallible>>),
+    /// Its whole answer, read once: it asks, or it started a task.
+    Message(Value),
 }
 
 impl Conversation {
@@ -188,7 +196,7 @@ impl Conversation {
     pub(super) async fn first_round(&mut self) -> Option<(http::response::Parts, Bytes)> {
         let response = (self.handler)(self.template.request()).await;
         if is_event_stream(response.headers()) {
-            self.first = Some(response);
+            self.first = Some(Kept::Stream(response));
             return None;
         }
         let (parts, body) = response.into_parts();
@@ -201,18 +209,21 @@ impl Conversation {
         if view.input_requests().is_none() && view.created_task().is_none() {
             return Some((parts, body));
         }
-        self.first = Some(http::Response::from_parts(parts, Full::new(body).boxed()));
+        self.first = Some(Kept::Message(message));
         None
     }
 
     /// The final answer, or none when the client left.
     async fn converse(&mut self, tx: &mut mpsc::Sender<Bytes>) -> Option<Value> {
         for round in 0.. {
-            let response = match self.first.take() {
-                Some(response) => response,
-                None => (self.handler)(self.template.request()).await,
+            let mut last = match self.first.take() {
+                Some(Kept::Message(message)) => message,
+                Some(Kept::Stream(response)) => self.relay(response, tx).await?,
+                None => {
+                    let response = (self.handler)(self.template.request()).await;
+                    self.relay(response, tx).await?
+                }
             };
-            let mut last = self.relay(response, tx).await?;
             if let Some(task_id) = MessageView::of(&last).created_task().map(str::to_owned) {
                 last = self.follow(&task_id, tx).await?;
             }
