@@ -1,6 +1,6 @@
 //! Everything the edge refuses before a handler runs, mapped once to an HTTP
 //! status and a JSON-RPC error code (basic/transports/streamable-http), and
-//! the one [`Refusal`] every JSON-RPC error the edge writes goes through,
+//! the one `Refusal` every JSON-RPC error the edge writes goes through,
 //! in either era.
 
 use bytes::Bytes;

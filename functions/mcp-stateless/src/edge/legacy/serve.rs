@@ -80,8 +80,8 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                         let asks = session.filter(|_| may_ask).map(|session| (session, message.clone()));
                         match readmit(admission, request, message, era, log, delivery) {
                             Ok((request, ctx, id)) => match asks {
-                                Some((session, message)) => {
-                                    let conversation = self.conversation(sessions, request, message, ctx, id, session, log);
+                                Some(asks) => {
+                                    let conversation = self.conversation(sessions, request, ctx, id, asks, log);
                                     self.converse(conversation, log).await
                                 }
                                 None => self.dispatch(request, Some(ctx), id, log, delivery, None).await,
@@ -94,15 +94,15 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         }
     }
 
-    /// A legacy call that may ask its client questions on its stream.
+    /// A legacy call that may ask its client questions on its stream, in
+    /// `session`, `message` its request's.
     fn conversation(
         &self,
         sessions: &LegacySessions,
         request: http::Request<Bytes>,
-        message: Map<String, Value>,
         ctx: CallContext,
         id: Option<Value>,
-        session: Session,
+        (session, message): (Session, Map<String, Value>),
         log: &RequestLog,
     ) -> Box<Conversation> {
         let side = &self.legacy;
