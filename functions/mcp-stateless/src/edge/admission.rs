@@ -19,7 +19,7 @@ use crate::{
     },
     protocol::{
         SUPPORTED_VERSIONS,
-        context::{CallContext, EntryFacts},
+        context::{CallContext, Principal},
         methods,
         scope::RequestScope,
     },
@@ -36,6 +36,17 @@ pub(super) enum Admitted {
     Answered(http::Response<Bytes>),
     /// A 2025-era client's: `legacy/` serves it.
     Legacy(Route),
+}
+
+/// What the envelope's checks leave for the message's.
+struct Envelope {
+    /// The caller the entry point (or the bearer check) established.
+    principal: Principal,
+    /// What the request's version headers were.
+    version_headers: VersionHeaders,
+    /// Whether the message may still be routed to the 2025 era (not once
+    /// it is the translation of a 2025-era one).
+    routes_legacy: bool,
 }
 
 /// The checks, against what this edge allows and publishes.
@@ -98,7 +109,8 @@ impl Admission<'_> {
             Value::Array(_) => return Err((EdgeError::Batch, None)),
             _ => return Err((EdgeError::NotAnObject, None)),
         };
-        self.admit_message(request, object, facts, version_headers, log, delivery)
+        let envelope = Envelope { principal: facts.principal, version_headers, routes_legacy: self.legacy };
+        self.admit_message(request, object, envelope, log, delivery)
     }
 
     /// The 2026-07-28 request a 2025-era one was translated into, `object`
@@ -112,9 +124,12 @@ impl Admission<'_> {
         log: &mut RequestLog,
         delivery: Delivery,
     ) -> Result<Admitted, (EdgeError, Option<Value>)> {
-        let facts = request.extensions().get::<RequestScope>().map(|scope| scope.entry.clone()).unwrap_or_default();
+        let principal =
+            request.extensions().get::<RequestScope>().map(|scope| scope.entry.principal.clone()).unwrap_or(Principal::Anonymous);
         let version_headers = tolerance::version_headers(request.headers_mut());
-        self.admit_message(request, object, facts, version_headers, log, delivery)
+        // Routed once: the translation is served as the era it came from.
+        let envelope = Envelope { principal, version_headers, routes_legacy: false };
+        self.admit_message(request, object, envelope, log, delivery)
     }
 
     /// The checks of a request's message, once its envelope passed.
@@ -122,11 +137,11 @@ impl Admission<'_> {
         &self,
         mut request: http::Request<Bytes>,
         object: Map<String, Value>,
-        facts: EntryFacts,
-        version_headers: VersionHeaders,
+        envelope: Envelope,
         log: &mut RequestLog,
         delivery: Delivery,
     ) -> Result<Admitted, (EdgeError, Option<Value>)> {
+        let Envelope { principal, version_headers, routes_legacy } = envelope;
         // Noted once the client's name can be read; the marker goes, so a
         // 2025-era request admitted again as the modern one it means is
         // not counted twice.
@@ -145,8 +160,8 @@ impl Admission<'_> {
             }
         }
         let mut object = object;
-        if object.get("method").is_none() && self.legacy {
-            (request, object) = match Route::answer(request, object, &facts.principal) {
+        if object.get("method").is_none() && routes_legacy {
+            (request, object) = match Route::answer(request, object, &principal) {
                 Ok(route) => return Ok(Admitted::Legacy(route)),
                 Err(back) => back,
             };
@@ -164,8 +179,8 @@ impl Admission<'_> {
             // Notifications carry no `_meta` requirement; rmcp answers 202.
             return Ok(Admitted::Other(request, None));
         }
-        if self.legacy {
-            (request, object) = match Route::call(request, object, row, &id, &facts.principal).map_err(|e| (e, id.clone()))? {
+        if routes_legacy {
+            (request, object) = match Route::call(request, object, row, &id, &principal).map_err(|e| (e, id.clone()))? {
                 Ok(route) => return Ok(Admitted::Legacy(route)),
                 Err(back) => back,
             };
@@ -181,7 +196,7 @@ impl Admission<'_> {
         let ctx = CallContext::from_meta(
             object.get("params").and_then(|p| p.get("_meta")),
             request.headers().get("traceparent").and_then(|v| v.to_str().ok()).map(str::to_owned),
-            facts.principal,
+            principal,
         )
         .map_err(|e| (EdgeError::from(e), id.clone()))?;
         if let Some(trace) = ctx.traceparent.as_deref().and_then(trace_id) {
