@@ -398,3 +398,26 @@ async fn a_task_tool_is_followed_to_its_outcome_on_the_calls_stream() {
     assert_eq!(last["result"]["content"][0]["text"], "Deleted a.txt", "{last}");
     assert!(last["result"].get("resultType").is_none(), "{last}");
 }
+
+#[tokio::test]
+async fn a_translated_call_is_held_to_the_body_limit_its_added_meta_may_cross() {
+    const LIMIT: usize = 4096;
+    let policy = {
+        let mut value = EdgePolicy::new(Mode::Local);
+        value.max_body_bytes = LIMIT;
+        value
+    };
+    let deps = Dependencies::in_process();
+    let addr = spawn(McpEndpoint::new(everything::EverythingServer::new(deps.clone()), policy).with_dependencies(&deps)).await;
+    let client = LegacyClient::initialize(addr, "alice", json!({})).await;
+    // The id pads the call: the translation keeps it, and adds its `_meta`.
+    let call = |padding: usize| json!({"jsonrpc": "2.0", "id": "x".repeat(padding), "method": "tools/call", "params": {"name": "test_simple_text"}});
+    let bare = call(0).to_string().len();
+    let near = call(LIMIT - bare - 8);
+    assert!(near.to_string().len() <= LIMIT, "sent within the limit");
+    let refused = client.post(addr, &near).await;
+    assert_eq!((refused.status, refused.json()["error"]["code"].as_i64()), (413, Some(-32600)), "{:?}", refused.body);
+    let served = client.post(addr, &call(LIMIT - bare - 1024)).await;
+    assert_eq!(served.status, 200, "{:?}", served.body);
+    assert_eq!(served.json()["result"]["isError"], json!(false));
+}

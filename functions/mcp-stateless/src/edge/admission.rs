@@ -114,8 +114,11 @@ impl Admission<'_> {
     }
 
     /// The 2026-07-28 request a 2025-era one was translated into, `object`
-    /// its message: its envelope was admitted as the 2025-era request's, so
-    /// only its message's checks run (nothing is parsed again).
+    /// its message: the 2025-era request's envelope was admitted (a call's
+    /// whole, a session stream's `GET` without a body) and the server built
+    /// this one's body, so its message's checks run, and the body limit,
+    /// which the translation's added `_meta` may cross; nothing is parsed
+    /// again.
     #[cfg(feature = "legacy")]
     pub(super) fn admit_translated(
         &self,
@@ -124,6 +127,9 @@ impl Admission<'_> {
         log: &mut RequestLog,
         delivery: Delivery,
     ) -> Result<Admitted, (EdgeError, Option<Value>)> {
+        if request.body().len() > self.policy.max_body_bytes {
+            return Err((EdgeError::BodyTooLarge { limit: self.policy.max_body_bytes }, None));
+        }
         let principal =
             request.extensions().get::<RequestScope>().map(|scope| scope.entry.principal.clone()).unwrap_or(Principal::Anonymous);
         let version_headers = tolerance::version_headers(request.headers_mut());
@@ -212,7 +218,7 @@ impl Admission<'_> {
             // A whole answer cannot hold a stream open, whatever the
             // handler advertises, and a handler without streams has none to
             // hold: the listen is acknowledged with nothing honoured and
-            // ended at once (subscriptions::ListenNotServed).
+            // ended at once (protocol::scope::ListenScope::not_served).
             if delivery == Delivery::Whole || !self.listens {
                 // Nothing is honoured, whatever the handler would watch.
                 let mut object = object;

@@ -1,7 +1,8 @@
 //! The per-request context: who is calling, with which protocol version and
 //! client capabilities, under which trace. Built once at the edge from the
-//! HTTP request and its `_meta`, then handed to handlers through the request
-//! extensions. Never cached anywhere else: any instance serves any request.
+//! HTTP request and its `_meta`, then handed to handlers in the request's
+//! scope (`protocol::scope`). Never cached anywhere else: any instance
+//! serves any request.
 
 use rmcp::{
     RoleServer,

@@ -1,7 +1,8 @@
 //! The `notifications.taskIds` of a listen request (ext-tasks, "Task
 //! Status Notifications"). rmcp's filter has no such field, so the edge
-//! reads it from the body before rmcp parses it, hands it to the stream as
-//! a request extension, and names it in the acknowledgement rmcp sends.
+//! reads it from the body before rmcp parses it, hands it to the stream in
+//! the request's scope (`protocol::scope::ListenScope::task_ids`), and
+//! names it in the acknowledgement rmcp sends.
 
 use serde_json::{Value, json};
 

@@ -69,8 +69,9 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                 let legacy = Legacy { sessions, info: &side.info, tool_schema: &*side.tool_schemas };
                 match legacy.step(call, log).await {
                     Step::Answered(response) => Reply::Whole(response),
-                    // The modern request it means passes every modern
-                    // check, then is served, and answered, for its era.
+                    // The modern request it means passes the checks of a
+                    // 2026-07-28 message, then is served, and answered, for
+                    // its era.
                     Step::Serve(request, message, era, session) => {
                         // Only a stream can carry the server's own requests,
                         // and only a session its answers. A conversation
@@ -178,9 +179,9 @@ pub(in crate::edge) fn conversation_response(
     http::Response::from_parts(parts, conversation.into_body())
 }
 
-/// The modern request a 2025-era one became, through every modern check,
-/// its context (the handler's copy too) marked with the client's era; or
-/// the refusal.
+/// The modern request a 2025-era one became, through the checks of a
+/// 2026-07-28 message (`Admission::admit_translated`), its context (the
+/// handler's copy too) marked with the client's era; or the refusal.
 // Once per 2025-era request, the result taken apart at once: boxing the
 // refusal would allocate to save one move.
 #[allow(clippy::result_large_err)]
