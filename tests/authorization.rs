@@ -4,13 +4,17 @@
 //! refresh, and each rule that keeps a token from the wrong hands. Its
 //! tokens are then verified by the MCP function's own verifier. One flow
 //! runs on the emulator (KMS sealing and signing, DynamoDB grants, the
-//! upstream client secret from Parameter Store).
+//! upstream client secret sealed under a KMS key, as
+//! `infra/seal-upstream-secret.sh` seals it).
 
 use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
 
 use authorization::{
     AuthorizationServer, OAuthSettings, Parts,
-    aws::{DynamoGrants, KmsSigner, ParameterSecret},
+    aws::{
+        DynamoGrants, KmsSigner, SealedSecret, SealedSecretError,
+        sealed_secret::{UPSTREAM_SECRET_PURPOSE, encryption_context},
+    },
     clients::{Clients, metadata_document::MetadataDocuments, metadata_fetch::GuardedFetcher},
     grants::{GrantStore, InMemoryGrants},
     sealing::{MAX_SEALED_BYTES, Seals},
@@ -18,7 +22,10 @@ use authorization::{
     upstream::{SecretSource, Upstream},
 };
 use aws_lc_rs::digest::{SHA256, digest};
-use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use base64::{
+    Engine,
+    engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
+};
 use e2e::{Reply, emulator, issuer::SigningKey, openid_provider, send_to};
 use mcp_stateless::{
     Mode,
@@ -33,6 +40,9 @@ use mcp_stateless::{
 use serde_json::{Value, json};
 
 const LOOPBACK_REDIRECT: &str = "http://127.0.0.1:8765/callback";
+/// The deployment the tests' records and secrets are bound to (a stack's
+/// name on AWS).
+const AUDIENCE: &str = "e2e-authorization";
 
 struct Stack {
     /// Where clients reach it (the MCP server's address, when in front).
@@ -79,7 +89,7 @@ async fn on_aws(direct: &aws_config::SdkConfig, through: &aws_config::SdkConfig)
         .key_id;
     let sealing = emulator::fresh_key(direct).await;
     let (kms, dynamo) = (aws_sdk_kms::Client::new(through), aws_sdk_dynamodb::Client::new(through));
-    let keys = mcp_aws::KmsDataKeys::new(kms.clone(), &sealing, "e2e-authorization", mcp_aws::KeyWindow::default());
+    let keys = mcp_aws::KmsDataKeys::new(kms.clone(), &sealing, AUDIENCE, mcp_aws::KeyWindow::default());
     Backends {
         upstream_secret: None,
         sealer: Arc::new(EnvelopeSealer::new(keys)),
@@ -107,7 +117,7 @@ async fn start_at(backends: Backends, fetcher: GuardedFetcher, front: Option<Soc
     }
     let settings = OAuthSettings::read(Mode::Local, &Variables::new(|name| variables.get(name).cloned())).unwrap();
     let clock = Arc::new(SystemClock);
-    let seals = Seals::new(backends.sealer, "e2e-authorization");
+    let seals = Seals::new(backends.sealer, AUDIENCE);
     let documents = Arc::new(MetadataDocuments::new(fetcher, clock.clone(), Duration::from_secs(60)));
     let mut upstream = Upstream::new(settings.upstream.clone().unwrap()).unwrap();
     if let Some(source) = backends.upstream_secret {
@@ -311,22 +321,80 @@ async fn a_registered_client_signs_in_refreshes_and_its_token_verifies() {
     signs_in_refreshes_and_verifies(&stack().await).await;
 }
 
-#[tokio::test]
-async fn on_the_emulator_with_kms_sealing_and_signing_and_dynamodb_grants() {
-    let sdk = emulator::sdk().await;
-    // The upstream client secret as on AWS: a SecureString in Parameter Store.
-    let ssm = aws_sdk_ssm::Client::new(&sdk);
-    let parameter = emulator::unique("/e2e/upstream-client-secret");
-    ssm.put_parameter()
-        .name(&parameter)
-        .value(openid_provider::CLIENT_SECRET)
-        .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+/// `secret` sealed as `infra/seal-upstream-secret.sh` seals it: KMS
+/// `Encrypt` under `key` with `context`, printed as base64.
+async fn seal(sdk: &aws_config::SdkConfig, key: &str, secret: &str, context: HashMap<String, String>) -> String {
+    let answer = aws_sdk_kms::Client::new(sdk)
+        .encrypt()
+        .key_id(key)
+        .plaintext(aws_sdk_kms::primitives::Blob::new(secret.as_bytes()))
+        .set_encryption_context(Some(context))
         .send()
         .await
         .unwrap();
+    STANDARD.encode(answer.ciphertext_blob.unwrap().into_inner())
+}
+
+/// The secret the function would open given `sealed` in
+/// `MCP_OAUTH_UPSTREAM_CLIENT_SECRET_SEALED`, under `key` for `AUDIENCE`.
+fn sealed_secret(sdk: &aws_config::SdkConfig, key: &str, sealed: &str) -> SealedSecret {
+    let variables = HashMap::from([
+        ("MCP_OAUTH_UPSTREAM_ISSUER", "https://idp.example.com"),
+        ("MCP_OAUTH_UPSTREAM_CLIENT_ID", openid_provider::CLIENT_ID),
+        ("MCP_OAUTH_UPSTREAM_CLIENT_SECRET_SEALED", sealed),
+    ]);
+    let settings = OAuthSettings::read(Mode::Local, &Variables::new(|name| variables.get(name).map(|v| (*v).to_owned()))).unwrap();
+    let ciphertext = settings.upstream.unwrap().client_secret_sealed.unwrap();
+    SealedSecret::new(aws_sdk_kms::Client::new(sdk), key, AUDIENCE, ciphertext)
+}
+
+#[tokio::test]
+async fn on_the_emulator_with_kms_sealing_and_signing_and_dynamodb_grants() {
+    let sdk = emulator::sdk().await;
+    // The upstream client secret as on AWS: sealed under the stack's
+    // symmetric key for this purpose and this deployment.
+    let key = emulator::fresh_key(&sdk).await;
+    let sealed = seal(&sdk, &key, openid_provider::CLIENT_SECRET, encryption_context(AUDIENCE)).await;
     let mut backends = on_aws(&sdk, &sdk).await;
-    backends.upstream_secret = Some(Arc::new(ParameterSecret::new(ssm, &parameter)));
+    backends.upstream_secret = Some(Arc::new(sealed_secret(&sdk, &key, &sealed)));
     signs_in_refreshes_and_verifies(&start(backends, no_documents()).await).await;
+}
+
+/// A ciphertext made for anything else under the same key cannot stand in
+/// for the secret: KMS refuses it, the error says what to do and carries
+/// neither secret nor ciphertext, and a sign-in ends at the client with
+/// `temporarily_unavailable` while the server serves on.
+#[tokio::test]
+async fn an_upstream_secret_sealed_for_anything_else_is_refused_and_sign_in_says_so() {
+    let sdk = emulator::sdk().await;
+    let (key, other_key) = (emulator::fresh_key(&sdk).await, emulator::fresh_key(&sdk).await);
+    let secret = openid_provider::CLIENT_SECRET;
+    let mut request_state = encryption_context(AUDIENCE);
+    request_state.insert(mcp_aws::kms_keys::CONTEXT_PURPOSE_KEY.to_owned(), mcp_aws::kms_keys::CONTEXT_PURPOSE.to_owned());
+    assert_ne!(mcp_aws::kms_keys::CONTEXT_PURPOSE, UPSTREAM_SECRET_PURPOSE);
+    let candidates = [
+        ("the requestState purpose", seal(&sdk, &key, secret, request_state).await),
+        ("another stack", seal(&sdk, &key, secret, encryption_context("another-stack")).await),
+        ("no context", seal(&sdk, &key, secret, HashMap::new()).await),
+        ("another key", seal(&sdk, &other_key, secret, encryption_context(AUDIENCE)).await),
+        ("not a KMS ciphertext", STANDARD.encode(b"base64, but nothing KMS made")),
+    ];
+    for (what, sealed) in &candidates {
+        let error = sealed_secret(&sdk, &key, sealed).open().await.unwrap_err();
+        assert!(matches!(error, SealedSecretError::Refused(_)), "{what}: {error:?}");
+        let message = error.to_string();
+        assert!(message.contains("seal-upstream-secret.sh"), "{what}: {message}");
+        assert!(!message.contains(secret) && !message.contains(sealed.as_str()), "{what}: {message}");
+    }
+    let mut backends = in_memory();
+    backends.upstream_secret = Some(Arc::new(sealed_secret(&sdk, &key, &candidates[0].1)));
+    let stack = start(backends, no_documents()).await;
+    let client_id = stack.client(&[LOOPBACK_REDIRECT]).await;
+    let (cookie, sealed) = stack.consent_page(&stack.authorize_path(&client_id, LOOPBACK_REDIRECT, &[])).await;
+    let answer = query(&stack.approve(&cookie, &sealed).await);
+    assert_eq!(answer.get("error").map(String::as_str), Some("temporarily_unavailable"), "{answer:?}");
+    assert!(!answer.contains_key("code"));
+    assert_eq!(stack.get("/.well-known/oauth-authorization-server", None).await.status, 200, "the server serves on");
 }
 
 #[tokio::test]

@@ -2,7 +2,8 @@
 CloudFormation (moto: it creates what it emulates and passes over what it
 does not, API Gateway's JWT authorizer and Cognito's domain among them):
 the stack comes up with the authorization server, and only its role may
-sign with the token signing key, as deployed. (moto's CloudFormation makes
+sign with the token signing key, as deployed; and infra/seal-upstream-secret.sh
+seals a secret for it that opens under the function's context only. (moto's CloudFormation makes
 every KMS key symmetric whatever KeySpec says, so the key's kind is checked
 on the translated template, test_template.py, and signing with an
 ECC_NIST_P256 key the emulator made through its API in tests/authorization.rs.)
@@ -12,14 +13,17 @@ when nothing runs, as for the Rust tests).
 """
 
 import ast
+import base64
 import io
 import json
+import os
 import subprocess
 import uuid
 import zipfile
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 import test_template as t
 
@@ -92,11 +96,11 @@ def stack(aws):
     status = cloudformation.describe_stacks(StackName=name)["Stacks"][0]["StackStatus"]
     summaries = cloudformation.list_stack_resources(StackName=name)["StackResourceSummaries"]
     physical = {r["LogicalResourceId"]: r.get("PhysicalResourceId") for r in summaries if r.get("LogicalResourceId")}
-    return status, physical
+    return status, physical, name
 
 
 def test_the_oauth_stack_deploys_with_its_authorization_server(stack):
-    status, physical = stack
+    status, physical, _ = stack
     assert status == "CREATE_COMPLETE"
     # (moto's CloudFormation has no Cognito: the user pool is not among them.)
     for logical in ("AuthorizationFunction", "AuthorizationFunctionRole", "TokenSigningKey", "McpFunction", "StateTable"):
@@ -104,7 +108,7 @@ def test_the_oauth_stack_deploys_with_its_authorization_server(stack):
 
 
 def test_only_the_authorization_server_may_sign_as_deployed(stack, aws):
-    _, physical = stack
+    _, physical, _ = stack
     iam = boto3.client("iam", **aws)
     key_arn = boto3.client("kms", **aws).describe_key(KeyId=physical["TokenSigningKey"])["KeyMetadata"]["Arn"]
 
@@ -128,3 +132,39 @@ def test_only_the_authorization_server_may_sign_as_deployed(stack, aws):
         "Environment"
     ]["Variables"]
     assert variables["MCP_OAUTH_SIGNING_KEY_ID"] == key_arn
+
+
+def test_the_seal_script_seals_a_secret_only_the_function_context_opens(stack, aws):
+    _, physical, name = stack
+    script = str(t.ROOT / "infra" / "seal-upstream-secret.sh")
+    # The emulator's account, whatever this process's own AWS settings are.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        AWS_ENDPOINT_URL=aws["endpoint_url"],
+        AWS_REGION=aws["region_name"],
+        AWS_DEFAULT_REGION=aws["region_name"],
+        AWS_ACCESS_KEY_ID=aws["aws_access_key_id"],
+        AWS_SECRET_ACCESS_KEY=aws["aws_secret_access_key"],
+    )
+    secret = "upstream-secret-from-stdin"
+    run = subprocess.run(["bash", script, "--stack", name], input=secret + "\n", env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert secret not in run.stdout + run.stderr, "the secret is never printed"
+    # stdout is the ciphertext alone, ready to paste.
+    (line,) = run.stdout.splitlines()
+    kms = boto3.client("kms", **aws)
+    key = kms.describe_key(KeyId=physical["StateKey"])["KeyMetadata"]["Arn"]
+    context = {t.rust_constant("CONTEXT_PURPOSE_KEY"): t.rust_constant("UPSTREAM_SECRET_PURPOSE"), t.rust_constant("CONTEXT_AUDIENCE_KEY"): name}
+    opened = kms.decrypt(CiphertextBlob=base64.b64decode(line, validate=True), KeyId=key, EncryptionContext=context)
+    assert opened["Plaintext"] == secret.encode(), "one trailing newline dropped, nothing else"
+    # The requestState grant's context (the MCP function's) does not open it.
+    request_state = dict(context, **{t.rust_constant("CONTEXT_PURPOSE_KEY"): t.rust_constant("CONTEXT_PURPOSE")})
+    with pytest.raises(ClientError):
+        kms.decrypt(CiphertextBlob=base64.b64decode(line), KeyId=key, EncryptionContext=request_state)
+    # Nothing on standard input, or a stack that does not exist: a clear
+    # refusal, no ciphertext.
+    for args, given, said in (([name], "", "no secret"), ([f"{name}-absent"], secret, "could not seal")):
+        refused = subprocess.run(["bash", script, "--stack", *args], input=given, env=env, capture_output=True, text=True)
+        assert (refused.returncode, refused.stdout) == (1, ""), refused
+        assert said in refused.stderr and secret not in refused.stderr, refused.stderr
+    assert subprocess.run(["bash", script, secret], env=env, capture_output=True, text=True).returncode == 2, "no secret as an argument"

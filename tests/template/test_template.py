@@ -293,15 +293,52 @@ def test_the_authorization_server_gets_every_variable_it_reads_and_its_own_grant
     assert keys_by_action(template, "AuthorizationFunctionRole") == dict.fromkeys(
         ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"], {"oauth#*", "jti#*"}
     )
-    assert not actions_of(template, "AuthorizationFunctionRole", "ssm"), "no parameter to read unless one is named"
+    assert not upstream_secret_grants(template), "no secret to open unless one is given"
+    assert variables["MCP_OAUTH_UPSTREAM_CLIENT_SECRET_SEALED"] == ""
     named = translate("oauth", Transport=transport, UpstreamIssuer="https://idp.example.com", UpstreamClientId="abc",
-                      UpstreamClientSecretParameter="/mcp/upstream-secret")
-    (read,) = [st for st in role_statements(named, "AuthorizationFunctionRole") if "ssm:GetParameter" in listed(st["Action"])]
-    assert listed(read["Action"]) == ["ssm:GetParameter"]
-    assert function(named, "AuthorizationFunction")["Environment"]["Variables"]["MCP_OAUTH_UPSTREAM_CLIENT_SECRET_PARAMETER"] == {
-        "Ref": "UpstreamClientSecretParameter"
+                      UpstreamClientSecretSealed="AQICAHh0c2VhbGVkK2Jsb2IvZXhhbXBsZQ==")
+    # A confidential client's secret is opened with kms:Decrypt on the
+    # stack's own key, only under the context the code seals it with.
+    (opening,) = upstream_secret_grants(named)
+    assert listed(opening["Resource"]) == [{"Fn::GetAtt": ["StateKey", "Arn"]}]
+    assert opening["Condition"] == {
+        "StringEquals": {
+            f"kms:EncryptionContext:{rust_constant('CONTEXT_PURPOSE_KEY')}": rust_constant("UPSTREAM_SECRET_PURPOSE"),
+            f"kms:EncryptionContext:{rust_constant('CONTEXT_AUDIENCE_KEY')}": {"Ref": "AWS::StackName"},
+        }
+    }
+    assert function(named, "AuthorizationFunction")["Environment"]["Variables"]["MCP_OAUTH_UPSTREAM_CLIENT_SECRET_SEALED"] == {
+        "Ref": "UpstreamClientSecretSealed"
     }
     assert not [k for k, r in named["Resources"].items() if r["Type"].startswith("AWS::Cognito::")], "another provider, no pool"
+    # No Parameter Store, with a secret or without.
+    for each in (template, named):
+        assert not [a for st in iam_statements(each) for a in listed(st["Action"]) if a.startswith("ssm:")]
+
+
+def upstream_secret_grants(template):
+    """The authorization server's statements that only decrypt: opening
+    its sealed upstream client secret."""
+    return [st for st in role_statements(template, "AuthorizationFunctionRole") if listed(st["Action"]) == ["kms:Decrypt"]]
+
+
+def test_the_upstream_secret_is_sealed_as_the_function_opens_it():
+    parameter = load_template(ROOT / "template.yaml")["Parameters"]["UpstreamClientSecretSealed"]
+    assert (parameter["Type"], parameter["NoEcho"], parameter["Default"]) == ("String", True, "")
+    pattern = re.compile(parameter["AllowedPattern"])
+    for good in ("", "AQICAHh0c2VhbGVk", "AQICAHh0c2VhbGVkKw==", "a+b/c="):
+        assert pattern.fullmatch(good), good
+    for bad in ("not base64!", "AQ ID", "abc===", "-_", "abc\n"):
+        assert not pattern.fullmatch(bad), bad
+    # The script seals under the key the stack outputs, with the context
+    # the function opens it with (the keys and the purpose the code sends).
+    script = (ROOT / "infra" / "seal-upstream-secret.sh").read_text()
+    assert f'"{rust_constant("CONTEXT_PURPOSE_KEY")}": PURPOSE' in script
+    assert f'PURPOSE = "{rust_constant("UPSTREAM_SECRET_PURPOSE")}"' in script
+    assert f'"{rust_constant("CONTEXT_AUDIENCE_KEY")}": found["StackName"]' in script
+    outputs = load_template(ROOT / "template.yaml")["Outputs"]
+    assert outputs["StateKeyArn"]["Value"] == {"Fn::GetAtt": ["StateKey", "Arn"]} and '"StateKeyArn"' in script
+    assert "sys.stdin.read()" in script and "getpass" in script, "the secret comes from standard input, never argv"
 
 
 def test_worker_is_fed_by_the_task_queue_and_its_dead_letter_queue(cfn):

@@ -17,12 +17,12 @@ use mcp_stateless::{
 };
 
 use crate::{
-    aws::{DynamoGrants, KmsSigner, ParameterSecret},
+    aws::{DynamoGrants, KmsSigner, SealedSecret},
     clients::{Clients, metadata_document::MetadataDocuments, metadata_fetch::GuardedFetcher},
     grants::{GrantStore, InMemoryGrants},
     sealing::Seals,
     server::{AuthorizationServer, Parts, Sender},
-    settings::OAuthSettings,
+    settings::{OAuthSettings, UPSTREAM_CLIENT_SECRET_SEALED},
     signing::{InProcessSigner, TokenSigner},
     upstream::Upstream,
 };
@@ -53,11 +53,17 @@ pub fn build(
     let upstream = match settings.upstream.clone() {
         None => None,
         Some(upstream) => {
-            let parameter = upstream.client_secret_parameter.clone();
+            let sealed = upstream.client_secret_sealed.clone();
             let mut upstream = Upstream::new(upstream)?;
-            if let Some(name) = parameter {
-                let sdk = sdk.ok_or("the upstream client secret's parameter needs AWS (an SDK configuration)")?;
-                upstream = upstream.with_secret_source(Arc::new(ParameterSecret::new(aws_sdk_ssm::Client::new(sdk), &name)));
+            if let Some(ciphertext) = sealed {
+                let sdk = sdk.ok_or("the sealed upstream client secret needs AWS (an SDK configuration)")?;
+                // Sealed under the stack's symmetric key, the one requestState's
+                // data keys come from; its context keeps the two apart.
+                let key_id = aws.state_key_id.as_deref().ok_or_else(|| {
+                    format!("{UPSTREAM_CLIENT_SECRET_SEALED} needs {}, the key it was sealed under", mcp_aws::settings::STATE_KEY_ID)
+                })?;
+                let secret = SealedSecret::new(aws_sdk_kms::Client::new(sdk), key_id, audience, ciphertext);
+                upstream = upstream.with_secret_source(Arc::new(secret));
             }
             Some(Arc::new(upstream))
         }
@@ -81,8 +87,8 @@ async fn run(settings: OAuthSettings) -> Result<(), mcp_stateless::StartError> {
     mcp_stateless::logging::init(settings.deployment.log_format, &settings.log_level);
     let aws = AwsSettings::from_env(&settings.deployment).map_err(StartError::Config)?;
     aws.check(&settings.deployment).map_err(StartError::Config)?;
-    let secret_parameter = settings.upstream.as_ref().is_some_and(|upstream| upstream.client_secret_parameter.is_some());
-    let uses_aws = aws.state_key_id.is_some() || aws.table_name.is_some() || settings.signing_key_id.is_some() || secret_parameter;
+    let sealed_secret = settings.upstream.as_ref().is_some_and(|upstream| upstream.client_secret_sealed.is_some());
+    let uses_aws = aws.state_key_id.is_some() || aws.table_name.is_some() || settings.signing_key_id.is_some() || sealed_secret;
     let sdk = if uses_aws { Some(mcp_aws::sdk_config(&aws).await) } else { None };
     let entry = settings.deployment.entry.clone();
     let server = Arc::new(build(settings, &aws, sdk.as_ref(), Arc::new(SystemClock)).map_err(StartError::Config)?);

@@ -1,8 +1,11 @@
 //! The authorization server's configuration, read once at start from the
 //! environment (the same names locally, in Lambda and in `template.yaml`).
-//! No secret is read here on AWS: the upstream client secret comes from the
-//! environment only where the process runs locally.
+//! No secret is read here on AWS: there the upstream client secret comes
+//! sealed under the stack's KMS key (a ciphertext, opened on first use by
+//! `aws::SealedSecret`), and in plain text from the environment only where
+//! the process runs locally.
 
+use base64::{Engine, engine::general_purpose::STANDARD};
 use mcp_stateless::{Deployment, Mode, settings::Variables};
 
 use crate::lifetimes::Lifetimes;
@@ -14,9 +17,12 @@ pub const UPSTREAM_CLIENT_ID: &str = "MCP_OAUTH_UPSTREAM_CLIENT_ID";
 /// `MCP_OAUTH_UPSTREAM_CLIENT_SECRET`: that client's secret; unset for a
 /// public client (PKCE only). Local runs only.
 pub const UPSTREAM_CLIENT_SECRET: &str = "MCP_OAUTH_UPSTREAM_CLIENT_SECRET";
-/// `MCP_OAUTH_UPSTREAM_CLIENT_SECRET_PARAMETER`: the Parameter Store
-/// SecureString holding that secret, read once per instance (on AWS).
-pub const UPSTREAM_CLIENT_SECRET_PARAMETER: &str = "MCP_OAUTH_UPSTREAM_CLIENT_SECRET_PARAMETER";
+/// `MCP_OAUTH_UPSTREAM_CLIENT_SECRET_SEALED`: that secret sealed under the
+/// stack's KMS key (`MCP_STATE_KEY_ID`), base64, as
+/// `infra/seal-upstream-secret.sh` prints it; opened once per instance.
+pub const UPSTREAM_CLIENT_SECRET_SEALED: &str = "MCP_OAUTH_UPSTREAM_CLIENT_SECRET_SEALED";
+/// The longest ciphertext KMS `Decrypt` takes (its `CiphertextBlob` limit).
+pub const MAX_SEALED_SECRET_BYTES: usize = 6144;
 /// `MCP_OAUTH_CIMD_TRUSTED_HOSTS`: `host:port` entries whose client
 /// metadata documents may be fetched from any address (tests, private
 /// deployments). Empty by default.
@@ -40,8 +46,10 @@ pub struct UpstreamSettings {
     pub client_id: String,
     /// The client's secret, if it is a confidential client (local runs).
     pub client_secret: Option<String>,
-    /// Where the secret is kept on AWS: a Parameter Store name.
-    pub client_secret_parameter: Option<String>,
+    /// The secret sealed under the stack's KMS key (on AWS): the KMS
+    /// ciphertext, decoded from base64. Not a secret without `kms:Decrypt`
+    /// under its encryption context, but never printed either.
+    pub client_secret_sealed: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for UpstreamSettings {
@@ -51,7 +59,7 @@ impl std::fmt::Debug for UpstreamSettings {
             .field("issuer", &self.issuer)
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "<set>"))
-            .field("client_secret_parameter", &self.client_secret_parameter)
+            .field("client_secret_sealed", &self.client_secret_sealed.as_ref().map(|_| "<set>"))
             .finish()
     }
 }
@@ -107,16 +115,11 @@ impl OAuthSettings {
                 if client_secret.is_some() && deployment.on_lambda() {
                     return Err(format!("{UPSTREAM_CLIENT_SECRET} is for local runs: on AWS no secret goes into a function's environment"));
                 }
-                let client_secret_parameter = variables.text(UPSTREAM_CLIENT_SECRET_PARAMETER);
-                if client_secret.is_some() && client_secret_parameter.is_some() {
-                    return Err(format!("set {UPSTREAM_CLIENT_SECRET} or {UPSTREAM_CLIENT_SECRET_PARAMETER}, not both"));
+                let client_secret_sealed = variables.text(UPSTREAM_CLIENT_SECRET_SEALED).map(|text| sealed_secret(&text)).transpose()?;
+                if client_secret.is_some() && client_secret_sealed.is_some() {
+                    return Err(format!("set {UPSTREAM_CLIENT_SECRET} or {UPSTREAM_CLIENT_SECRET_SEALED}, not both"));
                 }
-                Some(UpstreamSettings {
-                    issuer: issuer.trim_end_matches('/').to_owned(),
-                    client_id,
-                    client_secret,
-                    client_secret_parameter,
-                })
+                Some(UpstreamSettings { issuer: issuer.trim_end_matches('/').to_owned(), client_id, client_secret, client_secret_sealed })
             }
             (Some(_), None) => return Err(format!("{UPSTREAM_CLIENT_ID} must be set beside {UPSTREAM_ISSUER}")),
             (None, Some(_)) => return Err(format!("{UPSTREAM_ISSUER} must be set beside {UPSTREAM_CLIENT_ID}")),
@@ -147,6 +150,18 @@ impl OAuthSettings {
     }
 }
 
+/// The ciphertext in `text`, as `infra/seal-upstream-secret.sh` printed it
+/// (standard base64). The errors name the variable, never its value.
+fn sealed_secret(text: &str) -> Result<Vec<u8>, String> {
+    let bytes = STANDARD
+        .decode(text)
+        .map_err(|_| format!("{UPSTREAM_CLIENT_SECRET_SEALED} is not base64: paste what infra/seal-upstream-secret.sh printed"))?;
+    if bytes.len() > MAX_SEALED_SECRET_BYTES {
+        return Err(format!("{UPSTREAM_CLIENT_SECRET_SEALED} is longer than a KMS ciphertext can be ({MAX_SEALED_SECRET_BYTES} bytes)"));
+    }
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -170,6 +185,43 @@ mod tests {
         assert!(error.contains(UPSTREAM_CLIENT_SECRET), "{error}");
         let local = read(Mode::Local, &pairs).unwrap();
         assert!(!format!("{local:?}").contains("s3cret"), "the secret is never printed");
+    }
+
+    /// An upstream with `sealed` as its sealed secret, and `extra`.
+    fn sealed(mode: Mode, sealed: &str, extra: &[(&str, &str)]) -> Result<OAuthSettings, String> {
+        let mut pairs = vec![
+            (UPSTREAM_ISSUER, "https://idp.example.com"),
+            (UPSTREAM_CLIENT_ID, "abc"),
+            (SIGNING_KEY_ID, "alias/k"),
+            (UPSTREAM_CLIENT_SECRET_SEALED, sealed),
+        ];
+        pairs.extend_from_slice(extra);
+        read(mode, &pairs)
+    }
+
+    #[test]
+    fn a_sealed_secret_is_base64_taken_on_lambda_and_never_beside_a_plain_one() {
+        let ciphertext = STANDARD.encode(b"a KMS ciphertext blob");
+        // On Lambda, where the plain variable is refused, and locally.
+        for mode in [Mode::Lambda, Mode::Local] {
+            let upstream = sealed(mode, &ciphertext, &[]).unwrap().upstream.unwrap();
+            assert_eq!(upstream.client_secret_sealed.as_deref(), Some(&b"a KMS ciphertext blob"[..]));
+            assert_eq!(upstream.client_secret, None);
+            assert!(!format!("{upstream:?}").contains(&ciphertext), "the ciphertext is not printed");
+        }
+        let both = sealed(Mode::Local, &ciphertext, &[(UPSTREAM_CLIENT_SECRET, "s3cret")]).unwrap_err();
+        assert!(both.contains(UPSTREAM_CLIENT_SECRET_SEALED) && both.contains("not both"), "{both}");
+        assert!(!both.contains("s3cret") && !both.contains(&ciphertext), "{both}");
+        // Not base64, or longer than any KMS ciphertext: the start stops,
+        // naming the variable and not its value.
+        let garbage = "not*base64*at#all";
+        let error = sealed(Mode::Lambda, garbage, &[]).unwrap_err();
+        assert!(error.contains(UPSTREAM_CLIENT_SECRET_SEALED) && error.contains("not base64"), "{error}");
+        assert!(!error.contains(garbage), "{error}");
+        let long = sealed(Mode::Lambda, &STANDARD.encode(vec![7u8; MAX_SEALED_SECRET_BYTES + 1]), &[]).unwrap_err();
+        assert!(long.contains("longer than a KMS ciphertext"), "{long}");
+        // Blank is unset: a public client.
+        assert_eq!(sealed(Mode::Lambda, "  ", &[]).unwrap().upstream.unwrap().client_secret_sealed, None);
     }
 
     #[test]

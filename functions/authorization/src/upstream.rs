@@ -70,7 +70,7 @@ struct IdClaims {
 }
 
 /// Where this server's client secret at the provider comes from, asked
-/// once per instance ([`crate::aws::ParameterSecret`] on AWS).
+/// once per instance ([`crate::aws::SealedSecret`] on AWS).
 pub trait SecretSource: Send + Sync {
     /// The secret.
     fn secret(&self) -> BoxFuture<'_, Result<String, String>>;
