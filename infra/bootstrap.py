@@ -139,8 +139,7 @@ def main():
 
     template = load_template(args.template)
     definition = table_definition(template)
-    with open(args.table_json, "w", encoding="utf-8") as f:
-        json.dump(definition, f, indent=2)
+    write_whole(args.table_json, json.dumps(definition, indent=2))
 
     endpoint = os.environ["AWS_ENDPOINT_URL"]
     table = f"{args.stack}-state"
@@ -175,10 +174,18 @@ def main():
         "MCP_AWS_ATTEMPT_TIMEOUT_MS": os.environ.get("MCP_AWS_ATTEMPT_TIMEOUT_MS", "10000"),
         "MCP_AWS_OPERATION_TIMEOUT_MS": os.environ.get("MCP_AWS_OPERATION_TIMEOUT_MS", "30000"),
     }
-    with open(args.env_file, "w", encoding="utf-8") as f:
-        for name, value in env.items():
-            f.write(f"export {name}={value}\n")
+    write_whole(args.env_file, "".join(f"export {name}={value}\n" for name, value in env.items()))
     print(f"[bootstrap] wrote {os.path.relpath(args.env_file)} and {os.path.relpath(args.table_json)}")
+
+
+def write_whole(path, text):
+    """Replaces the file at once: the test command runs stages side by side,
+    and one that reads the file while another bootstraps sees the old or the
+    new text, never half of one."""
+    partial = f"{path}.{os.getpid()}.partial"
+    with open(partial, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(partial, path)
 
 
 if __name__ == "__main__":

@@ -172,3 +172,39 @@ kill_tree() {
   for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
   kill "$1" 2>/dev/null || true
 }
+
+# The test command's one debug build: every library, binary and test of
+# the workspace, with the features `cargo test --workspace` resolves (its
+# dev-dependencies turn on tokio's `test-util`). Every script that runs a
+# debug binary builds it through here, so none builds it again with another
+# feature set: `cargo build -p NAME` alone resolves tokio without `test-util`
+# and rebuilds tokio and the 35 crates above it, minutes on two cores.
+# Fresh, it takes a second. Inside the test command, which builds once
+# first, MCP_DEBUG_BUILT=1 skips it: a stage running beside another that
+# compiles does not wait for that one's lock on target/.
+debug_build() {
+  [ "${MCP_DEBUG_BUILT:-}" = 1 ] && return 0
+  cargo build --workspace --lib --bins --tests --locked "$@"
+}
+
+# Seconds as a person reads them: 75 -> "1m 15s".
+duration() {
+  if [ "$1" -ge 60 ]; then echo "$(($1 / 60))m $(($1 % 60))s"; else echo "$1s"; fi
+}
+
+# timed NAME COMMAND...: COMMAND as one stage of a longer run: says when it
+# starts and how long it took, and appends NAME, its seconds and its exit
+# status to $STAGES (tab-separated) when that is set. COMMAND runs as a job
+# of its own, so `set -e` holds inside it (bash ignores it in a function
+# called left of `||`); it returns COMMAND's status.
+timed() {
+  local name="$1" started=$SECONDS status=0
+  shift
+  say "── $name"
+  "$@" &
+  wait "$!" || status=$?
+  local took=$((SECONDS - started))
+  [ -n "${STAGES:-}" ] && printf '%s\t%s\t%s\n' "$name" "$took" "$status" >>"$STAGES"
+  if [ "$status" = 0 ]; then say "── $name: $(duration "$took")"; else say "── $name: FAILED after $(duration "$took") (exit $status)"; fi
+  return "$status"
+}

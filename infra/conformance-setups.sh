@@ -27,7 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cargo build --locked -p everything
+debug_build
 conformance_passed=0
 # conformance NAME MODE PORT: runs the suite (infra/conformance.sh) in MODE
 # against the server on PORT; any failing check fails the run, and so

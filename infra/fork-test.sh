@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # A fork that is really yours, proved: copies the repository (its tracked
 # files, as they are in the working tree) to .tmp/fork, renames the function
-# with infra/rename.sh, deletes every example tool, then builds the
-# workspace, runs the Rust tests that remain (emulator-backed ones included;
-# the emulator must be up, as infra/test.sh leaves it) and checks that the
-# renamed server answers under its new name with no tools.
+# with infra/rename.sh, deletes every example tool, then builds and tests
+# what the fork changed (the renamed function and its worker; the rest of
+# the workspace is the same code `cargo test --workspace` ran) and checks
+# that the renamed server answers under its new name with no tools. The
+# fork builds in the main target directory: cargo names and fingerprints a
+# workspace crate by its path inside the workspace, and the copy keeps the
+# files' times, so every crate the fork did not change is already built.
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
@@ -33,14 +36,15 @@ if grep -rnwE 'starter' "${renamed[@]}" | grep -vE '^[^:]+:[0-9]+:\s*(//|#)'; th
   exit 1
 fi
 
-# The registry dependencies are already built in the main target directory.
 export CARGO_TARGET_DIR="$TARGET"
+# --bins and the tests' features (tokio's test-util, from dev-dependencies)
+# as every other debug build of the test command (infra/common.sh, debug_build).
+fork_build() { cargo build --locked --lib --bins --tests -p "$name" -p "$name-worker"; }
 (
   emulator_env
   export MCP_TEST_TABLE_DEFINITION="$STATE_DIR/table.json"
-  cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/fork-test.log"
-)
-cargo build --locked -p "$name" -p "$name-worker"
+  fork_build && cargo test --locked -p "$name" -p "$name-worker"
+) 2>&1 | tee "$STATE_DIR/fork-test.log" || { echo "fork: the fork does not build or pass its tests (above)" >&2; exit 1; }
 # A fork with no tools yet builds clean: nothing the examples used warns.
 if grep -E "^warning: .*\b($name|${name//-/_})\b|^warning: .*never (read|used)" "$STATE_DIR/fork-test.log"; then
   echo "fork: the fork without examples builds with warnings (above)" >&2
@@ -66,7 +70,7 @@ wait "$server" 2>/dev/null || true
 # renamed its paths), as a user would, then built, tested and called.
 pasted="$("$VENV/bin/python" "$ROOT/infra/readme_snippets.py" README.md .)"
 say "fork: pasted the README's blocks into $pasted"
-if ! cargo build --locked -p "$name" -p "$name-worker" >"$STATE_DIR/fork-readme-build.log" 2>&1; then
+if ! fork_build >"$STATE_DIR/fork-readme-build.log" 2>&1; then
   echo "fork: the README's blocks do not build as pasted:" >&2
   grep -E '^(error|warning)' -A 8 "$STATE_DIR/fork-readme-build.log" | head -n 60 >&2
   exit 1

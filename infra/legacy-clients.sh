@@ -23,7 +23,7 @@ npm_ci_pinned "$dir"
 mkdir -p "$STATE_DIR/mcp-remote"
 status=0
 MCP_REMOTE_CONFIG_DIR="$STATE_DIR/mcp-remote" "$node_bin" "$dir/legacy.mjs" "$url" | tee "$STATE_DIR/legacy-clients-calls.txt" || status=1
-cargo build --locked -q -p e2e --bin clock-server ||
+debug_build -q ||
   { echo "legacy-clients: the clock-server binary did not build" >&2; exit 1; }
 MCP_REMOTE_CONFIG_DIR="$STATE_DIR/mcp-remote" "$node_bin" "$dir/stale_session.mjs" "$TARGET/debug/clock-server" |
   tee "$STATE_DIR/legacy-clients-stale.txt" || status=1

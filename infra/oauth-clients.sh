@@ -25,7 +25,7 @@ rm -rf "$out" && mkdir -p "$out/mcp-remote"
 node_bin="$(node22)"
 npm_ci_pinned "$dir"
 chromium="$(chromium_bin)" || { echo "oauth-clients: no Chromium that starts (apt-get install chromium as root, or set CHROMIUM)" >&2; exit 1; }
-cargo build --locked -q -p authorization -p everything ||
+debug_build -q ||
   { echo "oauth-clients: the authorization server or the everything function did not build" >&2; exit 1; }
 
 # A throwaway CA and a certificate for localhost: the client metadata document's https.

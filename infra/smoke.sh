@@ -5,10 +5,11 @@
 #   MCP_SMOKE_TOKEN=eyJ... bash infra/smoke.sh URL   # auth on: also the 401 checks
 #   bash infra/smoke.sh --local                 # CI: the function twice, see below
 #   bash infra/smoke.sh --artifact BOOTSTRAP    # an arm64 Lambda artifact, see below
-# --local runs the function as the local server, then as a Lambda function
-# under `cargo lambda watch` (the Lambda runtime path, real Function URL
-# events, the emulator's table, key and queue from infra/bootstrap.sh), and
-# smoke-tests both, with protected-resource metadata on.
+# --local runs the function (the debug build) as the local server, then as
+# a Lambda function behind `cargo lambda watch --only-lambda-apis` (the
+# Lambda runtime path, real Function URL events, the emulator's table, key
+# and queue from infra/bootstrap.sh), and smoke-tests both, with
+# protected-resource metadata on.
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 bash infra/install-tools.sh >/dev/null
@@ -33,7 +34,7 @@ local_runs() {
   fi
   port="$(free_port)"
   watch_port="$(free_port)"
-  cargo build --locked -p "$FUNCTION" -p "$FUNCTION-worker" 2>&1 | tail -n 1
+  debug_build 2>&1 | tail -n 1
   export MCP_AUTHORIZATION_SERVERS="$issuer"
 
   say "local server (cargo run)"
@@ -44,25 +45,43 @@ local_runs() {
   smoke "http://127.0.0.1:$port/mcp" --principal smoke --expect-auth
 
   say "Lambda runtime under cargo lambda watch (Function URL events, streamed), with the task worker polling the emulator's queue"
-  local url="http://127.0.0.1:$watch_port/lambda-url/$FUNCTION/mcp"
+  # `_`: the one function cargo lambda routes to when it does not start it.
+  local url="http://127.0.0.1:$watch_port/lambda-url/_/mcp"
   (
     # shellcheck disable=SC1091
     source "$STATE_DIR/local.env"
     exec "$TARGET/debug/$FUNCTION-worker"
   ) >"$STATE_DIR/smoke-worker.log" 2>&1 &
   started+=($!)
-  # Lambda mode needs the stack's resources: the emulator's (infra/bootstrap.sh).
-  (
-    # shellcheck disable=SC1091
-    source "$STATE_DIR/local.env"
-    # Streaming, as the template's Transport=streaming deploys it; more
-    # than one instance, so a request is served while a stream is open.
-    export MCP_ALLOWED_HOSTS="127.0.0.1" MCP_RESOURCE="$url" MCP_TRANSPORT=streaming
-    exec cargo lambda watch -A 127.0.0.1 -P "$watch_port" --concurrency 4 --package "$FUNCTION"
-  ) >"$STATE_DIR/smoke-watch.log" 2>&1 &
+  # cargo lambda emulates Lambda's control plane and runtime API only; the
+  # function is the debug build the other checks ran, not a build of
+  # cargo lambda's own with other features (infra/common.sh, debug_build),
+  # started as Lambda starts it: two instances, each taking one event at a
+  # time from the runtime API, so a request is served while a stream is open.
+  cargo lambda watch --only-lambda-apis -A 127.0.0.1 -P "$watch_port" >"$STATE_DIR/smoke-watch.log" 2>&1 &
   started+=($!)
-  # The first request builds and starts the function; wait for an answer.
-  wait_for "http://127.0.0.1:$watch_port/" 600 "$STATE_DIR/smoke-watch.log"
+  # Up once it says so: a request to it would be an invocation, waiting for a function.
+  for _ in $(seq 1 600); do
+    grep -q "starting Runtime server" "$STATE_DIR/smoke-watch.log" && break
+    sleep 0.2
+  done
+  grep -q "starting Runtime server" "$STATE_DIR/smoke-watch.log" ||
+    { echo "smoke: cargo lambda watch did not start (the last lines of $STATE_DIR/smoke-watch.log:)" >&2; tail -n 20 "$STATE_DIR/smoke-watch.log" >&2; exit 1; }
+  local instance
+  for instance in 1 2; do
+    (
+      # Lambda mode needs the stack's resources: the emulator's (infra/bootstrap.sh).
+      # shellcheck disable=SC1091
+      source "$STATE_DIR/local.env"
+      # What Lambda sets (cargo lambda prints them with --only-lambda-apis).
+      export AWS_LAMBDA_RUNTIME_API="http://127.0.0.1:$watch_port/.rt" AWS_LAMBDA_FUNCTION_NAME=_ \
+        AWS_LAMBDA_FUNCTION_VERSION=1 AWS_LAMBDA_FUNCTION_MEMORY_SIZE=1769
+      # Streaming, as the template's Transport=streaming deploys it.
+      export MCP_ALLOWED_HOSTS="127.0.0.1" MCP_RESOURCE="$url" MCP_TRANSPORT=streaming
+      exec "$TARGET/debug/$FUNCTION"
+    ) >"$STATE_DIR/smoke-lambda-$instance.log" 2>&1 &
+    started+=($!)
+  done
   local status=0
   for _ in $(seq 1 600); do
     status="$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url" -H 'Content-Type: application/json' -d '{}' || true)"

@@ -1,154 +1,257 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh machine: installs the tools, starts the
-# emulator, creates the table and key from template.yaml, checks formatting
-# and lints (infra/lint.sh: cargo fmt, clippy -D warnings), runs every Rust
-# test (unit, HTTP, Lambda events, KMS and DynamoDB through the emulator),
-# checks the template (sam validate --lint, cfn-lint, the translated-template
-# test) and the workflows (actionlint), proves a fork can rename the
-# function and delete every example (infra/fork-test.sh), smoke-tests the
-# function as the local server and under cargo lambda watch, runs the
-# README's curl examples and the MCP Inspector (its CLI, and its web UI in
-# headless Chromium) against the local server, signs real clients in through
-# the stack's own authorization server (infra/oauth-clients.sh), and runs the official MCP
-# conformance suite (core and tasks scenarios) against the everything function
-# in three set-ups (infra/conformance-setups.sh); builds and tests
-# mcp-stateless and the starter without the 2025 era (`--no-default-features`);
-# last, `cargo test
-# --workspace` again with nothing set up, as a new user types it. Stops what
-# it started.
+# The whole test suite, from a fresh machine, in stages that each print how
+# long they took (docs/testing.md lists them with the last fresh clone's
+# figures):
+#   tools       the pinned Python tools (.venv) and cargo-deny
+#   lint        cargo fmt, clippy -D warnings, rustdoc -D warnings (infra/lint.sh)
+#   build       one debug build of every library, binary and test; later
+#               stages run these binaries and build nothing again
+#   rust        `cargo test --workspace` as a new user types it: no emulator
+#               running, no AWS or MCP variables; the emulator-backed tests
+#               start the emulator themselves (infra/emulator-for-tests.sh)
+#   then two lanes side by side, each with a log of its own:
+#   - compile:  mcp-stateless and the starter without the 2025 era
+#               (--no-default-features); the fuzzer's smoke; a fork that
+#               renames the function, deletes every example and pastes the
+#               README's tool, prompt and task (infra/fork-test.sh); a
+#               renamed fork merging an upstream release (infra/upgrade-test.sh)
+#   - serve:    the template (sam validate --lint, cfn-lint, its tests) and
+#               the scripts' MCP client; cargo-deny; actionlint; the starter
+#               as the local server and under cargo lambda watch
+#               (infra/smoke.sh); the README's curl examples and the MCP
+#               Inspector (CLI and web UI); real clients signing in through
+#               the stack's own authorization server (infra/oauth-clients.sh);
+#               the official MCP conformance suite in three set-ups
+#               (infra/conformance-setups.sh)
+# The lanes share the emulator, which `rust` started; nothing in `serve`
+# compiles. Stops what it started.
+#
+#   bash infra/test.sh             # everything
+#   bash infra/test.sh lint rust   # only these stages (and what they need)
+#
+# Stages: tools lint build rust modern fuzz fork upgrade template
+# supply-chain workflows smoke clients sign-in conformance.
 source "$(dirname "$0")/common.sh"
 cd "$ROOT"
 
 # The debug build (3 GB from a clean clone, measured), the fork's and the
 # release builds, with room to spare.
 check_disk 8
-bash infra/install-tools.sh
-started_emulator=0
-if ! pid_alive "$STATE_DIR/moto.pid"; then started_emulator=1; fi
-bash infra/start-emulators.sh
+STAGES="$STATE_DIR/stages.tsv"
+export STAGES
+: >"$STAGES"
+rm -f "$STATE_DIR"/passed-*.txt "$STATE_DIR"/lane-*.log
+total_started=$SECONDS
+
+selected="$*"
+for stage in $selected; do
+  case " tools lint build rust modern fuzz fork upgrade template supply-chain workflows smoke clients sign-in conformance " in
+    *" $stage "*) ;;
+    *) echo "test: no stage '$stage' (see the top of infra/test.sh)" >&2; exit 2 ;;
+  esac
+done
+# want STAGE: whether STAGE was asked for (no stage named: all of them).
+want() {
+  [ -z "$selected" ] && return 0
+  local stage
+  for stage in $selected; do [ "$stage" = "$1" ] && return 0; done
+  return 1
+}
+
+# record STAGE N: the checks STAGE passed, for the summary.
+record() { echo "$2" >"$STATE_DIR/passed-$1.txt"; }
+recorded() { cat "$STATE_DIR/passed-$1.txt" 2>/dev/null || echo 0; }
+test_results() { awk '/^test result:/ {n += $4} END {print n + 0}' "$1"; }
+fail() { echo "test: $*" >&2; exit 1; }
+
+emulator_was_running=0
+pid_alive "$STATE_DIR/moto.pid" && emulator_was_running=1
+lane_pids=()
 cleanup() {
+  local pid
+  for pid in "${lane_pids[@]}"; do kill_tree "$pid" 2>/dev/null || true; done
   [ -n "${client_server:-}" ] && kill "$client_server" 2>/dev/null || true
-  if [ "$started_emulator" = 1 ]; then bash infra/stop.sh; fi
+  if [ "$emulator_was_running" = 0 ]; then bash infra/stop.sh >/dev/null; fi
 }
 trap cleanup EXIT
-# A clean emulator for the run.
-curl -fsS -X POST "http://$MOTO_HOST:$MOTO_PORT/moto-api/reset" >/dev/null
-bash infra/bootstrap.sh
 
-say "gate: formatting and lints (infra/lint.sh)"
-bash infra/lint.sh
+# A clean, bootstrapped emulator for the stages after `rust`.
+emulator_ready() {
+  bash infra/start-emulators.sh
+  curl -fsS -X POST "http://$MOTO_HOST:$MOTO_PORT/moto-api/reset" >/dev/null
+  bash infra/bootstrap.sh
+}
 
-say "cargo test (unit, HTTP, Lambda events, emulator-backed)"
-(
-  emulator_env
-  export MCP_TEST_TABLE_DEFINITION="$STATE_DIR/table.json"
-  cargo test --workspace --locked 2>&1 | tee "$STATE_DIR/cargo-test.log"
-)
-cargo_passed="$(awk '/^test result:/ {n += $4} END {print n + 0}' "$STATE_DIR/cargo-test.log")"
+stage_tools() {
+  bash infra/install-tools.sh
+  bash infra/supply-chain.sh --install-only
+}
 
-say "without the 2025 era: mcp-stateless and the starter built and tested without their legacy feature"
-(
-  emulator_env
-  cargo test --locked -p mcp-stateless -p starter --no-default-features 2>&1 | tee "$STATE_DIR/cargo-test-modern-only.log"
-)
-if grep -E '^warning' "$STATE_DIR/cargo-test-modern-only.log"; then
-  echo "the build without the legacy feature has warnings (above; log: $STATE_DIR/cargo-test-modern-only.log)" >&2
-  exit 1
-fi
-modern_only_passed="$(awk '/^test result:/ {n += $4} END {print n + 0}' "$STATE_DIR/cargo-test-modern-only.log")"
+stage_lint() { bash infra/lint.sh; }
 
-say "fuzz smoke: 3,000 inputs per target, fresh seed (infra/fuzz.sh runs 10^6)"
-cargo run --locked -q -p e2e --bin fuzz -- all 3000 | tee "$STATE_DIR/fuzz-smoke.txt"
+stage_build() { MCP_DEBUG_BUILT=0 debug_build; }
 
-say "template: sam validate --lint, cfn-lint, translated-template test; the scripts' MCP client (tests/infra)"
-"$VENV/bin/sam" validate --lint --template template.yaml
-"$VENV/bin/cfn-lint" template.yaml
-"$VENV/bin/pytest" -q -p no:cacheprovider tests/template tests/infra | tee "$STATE_DIR/pytest.log"
-pytest_passed="$(grep -Eo '[0-9]+ passed' "$STATE_DIR/pytest.log" | tail -n 1 | cut -d' ' -f1)"
+# As a new user types it: nothing set up, the same tests a set-up run
+# passes (those that need the emulator start it). An emulator a user had
+# running before stays as it was, but for being reset.
+stage_rust() {
+  [ "$emulator_was_running" = 1 ] && emulator_ready
+  local log="$STATE_DIR/cargo-test.log"
+  env -i HOME="$HOME" PATH="$PATH" ${USER:+USER="$USER"} ${CARGO_HOME:+CARGO_HOME="$CARGO_HOME"} \
+    ${RUSTUP_HOME:+RUSTUP_HOME="$RUSTUP_HOME"} ${CARGO_TARGET_DIR:+CARGO_TARGET_DIR="$CARGO_TARGET_DIR"} \
+    ${CARGO_INCREMENTAL:+CARGO_INCREMENTAL="$CARGO_INCREMENTAL"} ${MOTO_PORT:+MOTO_PORT="$MOTO_PORT"} \
+    cargo test --workspace --locked 2>&1 | tee "$log" || fail "cargo test --workspace failed (log: $log)"
+  if [ "$emulator_was_running" = 0 ]; then
+    pid_alive "$STATE_DIR/moto.pid" || fail "the emulator-backed tests did not start the emulator themselves"
+    say "the emulator-backed tests started the emulator themselves"
+  fi
+  record rust "$(test_results "$log")"
+}
 
-say "supply chain: cargo-deny (licenses, bans, sources; advisories where the database is reachable)"
-bash infra/supply-chain.sh
+stage_modern() {
+  local log="$STATE_DIR/cargo-test-modern-only.log"
+  (
+    emulator_env
+    export MCP_TEST_TABLE_DEFINITION="$STATE_DIR/table.json"
+    cargo test --locked -p mcp-stateless -p starter --no-default-features 2>&1 | tee "$log"
+  ) || fail "the build without the 2025 era failed (log: $log)"
+  if grep -E '^warning' "$log"; then
+    fail "the build without the legacy feature has warnings (above; log: $log)"
+  fi
+  record modern "$(test_results "$log")"
+}
 
-say "workflows: actionlint"
-bash infra/lint-workflows.sh
+stage_fuzz() {
+  "$TARGET/debug/fuzz" all 3000 | tee "$STATE_DIR/fuzz-smoke.txt" || fail "the fuzzer found a problem (above)"
+}
 
-say "fork: rename, delete the example tools, build and test what remains"
-bash infra/fork-test.sh
-fork_passed="$(cat "$STATE_DIR/fork-passed.txt")"
+stage_template() {
+  "$VENV/bin/sam" validate --lint --template template.yaml
+  "$VENV/bin/cfn-lint" template.yaml
+  "$VENV/bin/pytest" -q -p no:cacheprovider tests/template tests/infra | tee "$STATE_DIR/pytest.log" ||
+    fail "the template's or the scripts' tests failed (above)"
+  record template "$(grep -Eo '[0-9]+ passed' "$STATE_DIR/pytest.log" | tail -n 1 | cut -d' ' -f1)"
+}
 
-say "upgrade: a renamed fork merges upstream changes without a conflict"
-bash infra/upgrade-test.sh
-upgrade_passed=1
+stage_supply_chain() { bash infra/supply-chain.sh; }
 
-say "smoke: the function as the local server and under cargo lambda watch"
-bash infra/smoke.sh --local | tee "$STATE_DIR/smoke.txt"
-smoke_passed="$(awk '/^smoke: [0-9]+ passed/ {n += $2} END {print n + 0}' "$STATE_DIR/smoke.txt")"
+stage_workflows() { bash infra/lint-workflows.sh; }
 
-say "README clients: the curl examples and the MCP Inspector (CLI and web UI), against the local server"
-"$VENV/bin/python" infra/readme_snippets.py --check-copies README.md
+stage_fork() {
+  bash infra/fork-test.sh
+  record fork "$(cat "$STATE_DIR/fork-passed.txt")"
+}
+
+stage_upgrade() {
+  bash infra/upgrade-test.sh
+  record upgrade 1
+}
+
+stage_smoke() {
+  bash infra/smoke.sh --local | tee "$STATE_DIR/smoke.txt" || fail "the smoke test failed (above)"
+  record smoke "$(awk '/^smoke: [0-9]+ passed/ {n += $2} END {print n + 0}' "$STATE_DIR/smoke.txt")"
+}
+
+# The README's curl examples and MCP Inspector lines against the local
+# server. They call the starter's examples; a fork that deleted them skips them.
 has_tools() {
   local name
   for name in "$@"; do grep -rqsE "fn $name\b|\"$name\"" "functions/$FUNCTION/src/tools" || return 1; done
 }
-curl_passed=0 inspector_passed=0
-# They call the starter's examples; a fork that deleted them skips them.
-if has_tools plan_reminder build_report || has_tools slugify plan_reminder publish_article; then
-  client_port="$(free_port)"
-  MCP_LOCAL_ADDR="127.0.0.1:$client_port" "$TARGET/debug/$FUNCTION" >"$STATE_DIR/clients-server.log" 2>&1 &
+stage_clients() {
+  "$VENV/bin/python" infra/readme_snippets.py --check-copies README.md
+  if ! has_tools plan_reminder build_report && ! has_tools slugify plan_reminder publish_article; then
+    say "README client examples skipped: the starter's example tools are gone"
+    return 0
+  fi
+  local port curl_passed=0 inspector_passed=0
+  port="$(free_port)"
+  MCP_LOCAL_ADDR="127.0.0.1:$port" "$TARGET/debug/$FUNCTION" >"$STATE_DIR/clients-server.log" 2>&1 &
   client_server=$!
-  wait_for "http://127.0.0.1:$client_port/" 100 "$STATE_DIR/clients-server.log"
-  clients_failed() {
-    kill "$client_server" 2>/dev/null || true
-    echo "$1 (server log: $STATE_DIR/clients-server.log)" >&2
-    exit 1
-  }
+  trap 'kill "$client_server" 2>/dev/null || true' EXIT
+  wait_for "http://127.0.0.1:$port/" 100 "$STATE_DIR/clients-server.log"
   if has_tools plan_reminder build_report; then
-    bash infra/curl-examples.sh "http://127.0.0.1:$client_port/mcp" | tee "$STATE_DIR/curl-examples.txt" ||
-      clients_failed "the README's curl examples failed"
+    bash infra/curl-examples.sh "http://127.0.0.1:$port/mcp" | tee "$STATE_DIR/curl-examples.txt" ||
+      fail "the README's curl examples failed (server log: $STATE_DIR/clients-server.log)"
     curl_passed=1
   else
     say "README curl examples skipped: plan_reminder or build_report is not among the tools"
   fi
   if has_tools slugify plan_reminder publish_article; then
-    bash infra/inspector.sh "http://127.0.0.1:$client_port/mcp" | tee "$STATE_DIR/inspector.txt" ||
-      clients_failed "the MCP Inspector checks failed: $(tail -n 1 "$STATE_DIR/inspector.txt")"
+    bash infra/inspector.sh "http://127.0.0.1:$port/mcp" | tee "$STATE_DIR/inspector.txt" ||
+      fail "the MCP Inspector checks failed: $(tail -n 1 "$STATE_DIR/inspector.txt") (server log: $STATE_DIR/clients-server.log)"
     inspector_passed="$(tail -n 1 "$STATE_DIR/inspector.txt" | cut -d' ' -f2)"
   else
     say "MCP Inspector checks skipped: slugify, plan_reminder or publish_article is not among the tools"
   fi
-  kill "$client_server" 2>/dev/null || true
-else
-  say "README client examples skipped: the starter's example tools are gone"
+  record curl "$curl_passed"
+  record inspector "$inspector_passed"
+}
+
+stage_sign_in() {
+  bash infra/oauth-clients.sh | tee "$STATE_DIR/oauth-clients.txt" || fail "the sign-in checks failed: $(tail -n 1 "$STATE_DIR/oauth-clients.txt")"
+  record sign-in "$(tail -n 1 "$STATE_DIR/oauth-clients.txt" | grep -Eo '[0-9]+ passed' | cut -d' ' -f1)"
+}
+
+stage_conformance() {
+  bash infra/conformance-setups.sh
+  record conformance "$(cat "$STATE_DIR/conformance-passed.txt")"
+}
+
+# run STAGE...: each stage wanted, in order, timed; stops at the first failure.
+run() {
+  local stage
+  for stage in "$@"; do
+    want "$stage" || continue
+    timed "$stage" "stage_${stage//-/_}"
+  done
+}
+
+# lane NAME STAGE...: the stages, in order, as a job of its own beside the
+# others, its output in $STATE_DIR/lane-NAME.log and on the terminal with
+# its name before each line.
+lane() {
+  local name="$1" log="$STATE_DIR/lane-$1.log"
+  shift
+  ( run "$@" ) > >(tee "$log" | sed -u "s/^/($name) /") 2>&1 &
+  lane_pids+=("$!")
+  lane_names+=("$name")
+}
+join_lanes() {
+  local i status=0
+  for i in "${!lane_pids[@]}"; do
+    if ! wait "${lane_pids[$i]}"; then
+      status=1
+      echo "test: the ${lane_names[$i]} lane failed; its log: $STATE_DIR/lane-${lane_names[$i]}.log" >&2
+    fi
+  done
+  lane_pids=()
+  return "$status"
+}
+
+run tools lint build rust
+# The stages after these run the binaries `build` made.
+want build && export MCP_DEBUG_BUILT=1
+if want modern || want fuzz || want fork || want upgrade || want template || want supply-chain ||
+  want workflows || want smoke || want clients || want sign-in || want conformance; then
+  emulator_ready >/dev/null
 fi
+lane_names=()
+lane compile modern fuzz fork upgrade
+lane serve template supply-chain workflows smoke clients sign-in conformance
+join_lanes || exit 1
 
-say "sign-in: real clients given only the URL, through the stack's own authorization server (infra/oauth-clients.sh)"
-bash infra/oauth-clients.sh | tee "$STATE_DIR/oauth-clients.txt" ||
-  { echo "the sign-in checks failed: $(tail -n 1 "$STATE_DIR/oauth-clients.txt")" >&2; exit 1; }
-oauth_passed="$(tail -n 1 "$STATE_DIR/oauth-clients.txt" | grep -Eo '[0-9]+ passed' | cut -d' ' -f1)"
-
-say "conformance: the official MCP suite against the everything function, in three set-ups (infra/conformance-setups.sh)"
-bash infra/conformance-setups.sh
-conformance_passed="$(cat "$STATE_DIR/conformance-passed.txt")"
-
-say "cargo test --workspace as a new user types it: no emulator running, no AWS or MCP variables"
-# The same tests must pass: those that need the emulator start it
-# (infra/emulator-for-tests.sh). Only when this run started the emulator,
-# so that one a user had running before stays as it is.
-if [ "$started_emulator" = 1 ]; then
-  bash infra/stop.sh >/dev/null
-  env -i HOME="$HOME" PATH="$PATH" ${USER:+USER="$USER"} ${CARGO_HOME:+CARGO_HOME="$CARGO_HOME"} \
-    ${RUSTUP_HOME:+RUSTUP_HOME="$RUSTUP_HOME"} ${CARGO_TARGET_DIR:+CARGO_TARGET_DIR="$CARGO_TARGET_DIR"} \
-    ${CARGO_INCREMENTAL:+CARGO_INCREMENTAL="$CARGO_INCREMENTAL"} ${MOTO_PORT:+MOTO_PORT="$MOTO_PORT"} \
-    cargo test --workspace --locked >"$STATE_DIR/cargo-test-bare.log" 2>&1 ||
-    { tail -n 40 "$STATE_DIR/cargo-test-bare.log" >&2; echo "cargo test --workspace failed with nothing set up (log: $STATE_DIR/cargo-test-bare.log)" >&2; exit 1; }
-  pid_alive "$STATE_DIR/moto.pid" || { echo "the emulator-backed tests did not start the emulator themselves" >&2; exit 1; }
-  bare_passed="$(awk '/^test result:/ {n += $4} END {print n + 0}' "$STATE_DIR/cargo-test-bare.log")"
-  [ "$bare_passed" = "$cargo_passed" ] ||
-    { echo "cargo test --workspace with nothing set up passed $bare_passed tests, not the $cargo_passed of the set-up run" >&2; exit 1; }
-  say "cargo test --workspace with nothing set up: the same $bare_passed tests passed; the tests started the emulator"
-else
-  say "skipped: an emulator was running before the test command, and it stays as it was"
-fi
-
-say "cargo tests: $cargo_passed passed; without the 2025 era: $modern_only_passed passed; template and script tests: $pytest_passed passed; fork tests: $fork_passed passed; upgrade checks: $upgrade_passed passed; smoke checks: $smoke_passed passed; curl examples: $curl_passed passed; Inspector checks: $inspector_passed passed; sign-in checks: $oauth_passed passed; conformance checks: $conformance_passed passed"
-echo "summary: $((cargo_passed + modern_only_passed + pytest_passed + fork_passed + upgrade_passed + smoke_passed + curl_passed + inspector_passed + oauth_passed + conformance_passed)) passed, 0 failed" | tee "$STATE_DIR/summary.txt"
+# The summary: each stage's time and checks, and the total.
+say "stages, in seconds (lanes ran side by side):"
+awk -F'\t' '{printf "  %-13s %5d s\n", $1, $2}' "$STAGES"
+counted=(rust modern template fork upgrade smoke curl inspector sign-in conformance)
+total=0
+line=""
+for stage in "${counted[@]}"; do
+  n="$(recorded "$stage")"
+  total=$((total + n))
+  line="$line${line:+; }$stage: $n"
+done
+took=$((SECONDS - total_started))
+say "checks passed: $line; in $(duration "$took")"
+echo "summary: $total passed, 0 failed" | tee "$STATE_DIR/summary.txt"
