@@ -197,10 +197,12 @@ fn aead_key(mut bytes: Vec<u8>) -> Option<LessSafeKey> {
     key
 }
 
-/// A key KMS will not decrypt makes the state invalid (-32602); KMS being
-/// unreachable or throttled is the server's failure (-32603).
-fn classify_decrypt_error(error: SdkError<DecryptError>) -> OpenError {
-    let refused = match &error {
+/// Whether KMS answered that it will never open this ciphertext under this
+/// key, encryption context and role (a refusal, which asking again does not
+/// change), rather than failing to answer. Also read by the authorization
+/// server's sealed upstream secret.
+pub fn decrypt_refused(error: &SdkError<DecryptError>) -> bool {
+    match error {
         SdkError::ServiceError(service) => {
             matches!(
                 service.err(),
@@ -213,8 +215,13 @@ fn classify_decrypt_error(error: SdkError<DecryptError>) -> OpenError {
             ) || service.err().code() == Some("AccessDeniedException")
         }
         _ => false,
-    };
-    if refused {
+    }
+}
+
+/// A key KMS will not decrypt makes the state invalid (-32602); KMS being
+/// unreachable or throttled is the server's failure (-32603).
+fn classify_decrypt_error(error: SdkError<DecryptError>) -> OpenError {
+    if decrypt_refused(&error) {
         tracing::info!(error = %describe(&error), "KMS refused a requestState data key");
         OpenError::KeyRefused
     } else {

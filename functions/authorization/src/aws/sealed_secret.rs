@@ -17,7 +17,7 @@ use aws_sdk_kms::{
     primitives::Blob,
 };
 use futures::future::BoxFuture;
-use mcp_aws::kms_keys::{CONTEXT_AUDIENCE_KEY, CONTEXT_PURPOSE_KEY};
+use mcp_aws::kms_keys::{CONTEXT_AUDIENCE_KEY, CONTEXT_PURPOSE_KEY, decrypt_refused};
 
 use crate::upstream::SecretSource;
 
@@ -94,21 +94,12 @@ impl SealedSecret {
 /// rest may pass. Only the error's code is kept for a refusal: its message
 /// is KMS's, and the code says enough.
 fn classify(error: SdkError<DecryptError>) -> SealedSecretError {
-    if let SdkError::ServiceError(service) = &error {
-        let refused = matches!(
-            service.err(),
-            DecryptError::InvalidCiphertextException(_)
-                | DecryptError::IncorrectKeyException(_)
-                | DecryptError::DisabledException(_)
-                | DecryptError::KmsInvalidStateException(_)
-                | DecryptError::NotFoundException(_)
-                | DecryptError::InvalidKeyUsageException(_)
-        ) || service.err().code() == Some("AccessDeniedException");
-        if refused {
-            return SealedSecretError::Refused(service.err().code().unwrap_or("an unnamed KMS error").to_owned());
+    match &error {
+        SdkError::ServiceError(service) if decrypt_refused(&error) => {
+            SealedSecretError::Refused(service.err().code().unwrap_or("an unnamed KMS error").to_owned())
         }
+        _ => SealedSecretError::Unavailable(DisplayErrorContext(error).to_string()),
     }
-    SealedSecretError::Unavailable(DisplayErrorContext(error).to_string())
 }
 
 impl SecretSource for SealedSecret {
