@@ -16,7 +16,8 @@
 //!
 //! Task tools are listed in [`task_tools`] instead of `all`: the worker
 //! function runs them from the same list. Prompts are listed in
-//! `prompts`, resources in `resources`.
+//! `prompts`; resources (fixed, templated, and handle kinds such as
+//! baskets) in `resources`.
 //!
 //! Each example is one file and one line in each list it appears in:
 //! deleting the file and its lines leaves a server that builds and passes
@@ -30,7 +31,7 @@ mod reminder;
 mod report;
 mod writing;
 
-use mcp_stateless::prelude::{HandleResources, TaskTools};
+use mcp_stateless::prelude::{Resources, TaskTools};
 use rmcp::handler::server::router::{prompt::PromptRouter, tool::ToolRouter};
 
 use crate::Server;
@@ -64,10 +65,12 @@ pub(crate) fn prompts() -> PromptRouter<Server> {
     prompts
 }
 
-/// Handle-backed state clients read and watch as resources.
+/// Every resource: fixed and templated ones (`FixedResource`,
+/// `TemplatedResource`), and handle kinds clients read and watch
+/// (`HandleResource`).
 #[allow(unused_mut)] // once the last example is deleted
-pub(crate) fn resources() -> HandleResources {
-    let mut resources = HandleResources::default();
+pub(crate) fn resources() -> Resources<Server> {
+    let mut resources = Resources::new();
     resources += basket::BASKET_RESOURCE;
     resources
 }
