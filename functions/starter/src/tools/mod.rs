@@ -12,7 +12,9 @@
 //! - `report.rs`: a long-running task (runs in the worker function) that
 //!   reports progress and honours cancellation;
 //! - `publish.rs`: a task that asks the user for input halfway;
-//! - `writing.rs`: prompts, a plain one and one that asks the user first.
+//! - `writing.rs`: prompts, a plain one and one that asks the user first;
+//! - `catalog.rs`: resources, a fixed one and a templated one, read with
+//!   the server's state and the caller.
 //!
 //! Task tools are listed in [`task_tools`] instead of `all`: the worker
 //! function runs them from the same list. Prompts are listed in
@@ -25,6 +27,7 @@
 
 mod basics;
 pub mod basket;
+mod catalog;
 mod progress;
 mod publish;
 mod reminder;
@@ -72,5 +75,6 @@ pub(crate) fn prompts() -> PromptRouter<Server> {
 pub(crate) fn resources() -> Resources<Server> {
     let mut resources = Resources::new();
     resources += basket::BASKET_RESOURCE;
+    resources += catalog::catalog_resources();
     resources
 }
