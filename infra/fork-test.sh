@@ -66,8 +66,8 @@ say "fork clean: $name builds with no example tools, reports itself as $name, $p
 kill "$server" 2>/dev/null || true
 wait "$server" 2>/dev/null || true
 
-# The README's tool, prompt and task, pasted where the fork's README says (rename.sh
-# renamed its paths), as a user would, then built, tested and called.
+# The README's tool, prompt, task and resources, pasted where the fork's README says
+# (rename.sh renamed its paths), as a user would, then built, tested, called and read.
 pasted="$("$VENV/bin/python" "$ROOT/infra/readme_snippets.py" README.md .)"
 say "fork: pasted the README's blocks into $pasted"
 if ! fork_build >"$STATE_DIR/fork-readme-build.log" 2>&1; then
@@ -102,6 +102,14 @@ text = reply.get("result", {}).get("messages", [{}])[0].get("content", {}).get("
 if text != "Write a haiku about forks.":
     sys.exit(f"fork: the README's haiku prompt answered {json.dumps(reply)[:300]}")
 print(f"[fork-test] the README's haiku prompt answers {text!r}")
+# The fixed resource is written for its reader (the local server's development
+# principal); the templated one's variable arrives percent-decoded.
+for uri, expected in [("cards://welcome", "Welcome, fork!"), ("cards://birthday/Ada%20Lovelace", "Happy birthday, Ada Lovelace!")]:
+    reply = call(url, "resources/read", {"uri": uri}, extra_headers={"x-mcp-dev-principal": "fork"})
+    text = reply.get("result", {}).get("contents", [{}])[0].get("text")
+    if text != expected:
+        sys.exit(f"fork: the README's resource {uri} read {json.dumps(reply)[:300]}, not {expected!r}")
+    print(f"[fork-test] the README's resource {uri} reads {text!r}")
 PY
-passed=$((passed + 4))
+passed=$((passed + 6))
 echo "$passed" >"$STATE_DIR/fork-passed.txt"

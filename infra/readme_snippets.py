@@ -6,8 +6,8 @@ A block is announced by `<!-- paste: PATH -->` on the line before its
 fence. For a file that does not exist yet the block is the whole file. For
 `functions/<name>/src/tools/mod.rs` the block lists lines to add: `mod`
 lines go beside the other `mod` lines, and a line whose comment says
-`in all()`, `in task_tools()` or `in prompts()` goes at the end of that
-function's list.
+`in all()`, `in task_tools()`, `in prompts()` or `in resources()` goes at
+the end of that function's list.
 
     python3 infra/readme_snippets.py README.md DEST [OLD=NEW ...]
     python3 infra/readme_snippets.py --check-copies README.md
@@ -80,6 +80,8 @@ def register(mod_rs, block):
             text = add_to_list(text, "task_tools", line)
         elif "in prompts()" in raw:
             text = add_to_list(text, "prompts", line)
+        elif "in resources()" in raw:
+            text = add_to_list(text, "resources", line)
         else:
             raise SystemExit(f"readme: do not know where this line goes in {mod_rs}: {raw!r}")
     mod_rs.write_text(text)

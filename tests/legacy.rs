@@ -97,6 +97,19 @@ async fn legacy_results_carry_no_2026_fields_and_legacy_methods_are_served() {
     assert!(modern_only.json()["error"].is_object(), "tasks/* are 2026-07-28's");
 }
 
+/// A 2025-era client reads a templated resource as a modern client does,
+/// and is told the same of a URI nothing serves.
+#[tokio::test]
+async fn a_2025_client_reads_templated_resources_and_is_told_of_unknown_ones() {
+    let addr = local(Transport::Streaming).await;
+    let client = LegacyClient::initialize(addr, "alice", json!({})).await;
+    let read = client.request(addr, "resources/read", json!({"uri": "test://template/7/data"})).await.message();
+    assert_eq!(read["result"]["contents"][0]["text"], "Data for resource id 7", "{read}");
+    let unknown = client.request(addr, "resources/read", json!({"uri": "test://nothing"})).await.message();
+    assert_eq!(unknown["error"]["message"], "Resource not found", "{unknown}");
+    assert_eq!(unknown["error"]["data"], json!({"uri": "test://nothing"}));
+}
+
 #[tokio::test]
 async fn the_version_header_decides_a_request_without_the_envelope() {
     let addr = local(Transport::Streaming).await;

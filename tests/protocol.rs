@@ -212,6 +212,30 @@ async fn results_carry_result_type_cache_hints_and_server_info() {
     assert_eq!(result["resultType"], "complete");
 }
 
+/// The conformance suite's resource fixtures, fixed and templated:
+/// listed, read through their template, and a URI that nothing serves
+/// answered "resource not found" with the URI echoed (-32002, which rmcp
+/// answers as -32602 to a 2026-07-28 client, SEP-2164).
+#[tokio::test]
+async fn fixed_and_templated_resources_are_listed_and_read() {
+    let addr = server().await;
+    let listed = post(addr, &request(1, "resources/list", json!({}), json!({}))).await.message();
+    let uris: Vec<&str> = listed["result"]["resources"].as_array().unwrap().iter().map(|r| r["uri"].as_str().unwrap()).collect();
+    assert_eq!(uris, ["test://static-text", "test://static-binary"]);
+    let templates = post(addr, &request(2, "resources/templates/list", json!({}), json!({}))).await.message();
+    assert_eq!(
+        templates["result"]["resourceTemplates"],
+        json!([{"uriTemplate": "test://template/{id}/data", "name": "template-data", "mimeType": "text/plain"}])
+    );
+    let read = post(addr, &request(3, "resources/read", json!({"uri": "test://template/123/data"}), json!({}))).await.message();
+    assert_eq!(read["result"]["contents"][0]["text"], "Data for resource id 123", "{read}");
+    for unknown in ["test://nothing", "test://template/1/2/data", "test://template//data", "test://template/%zz/data"] {
+        let reply = post(addr, &request(4, "resources/read", json!({"uri": unknown}), json!({}))).await;
+        assert_eq!(error_code(&reply), -32602, "{unknown}");
+        assert_eq!(reply.message()["error"]["data"], json!({"uri": unknown}), "{unknown}");
+    }
+}
+
 #[tokio::test]
 async fn tools_list_is_sorted_and_stable() {
     let addr = server().await;

@@ -1,42 +1,41 @@
 //! Resource fixtures: two static resources and one template.
 
+use mcp_stateless::prelude::{FixedResource, ResourceRequest, Resources, TemplatedResource};
 use rmcp::{
     ErrorData,
     model::{ReadResourceResult, Resource, ResourceContents, ResourceTemplate},
 };
-use serde_json::json;
 
-use crate::PNG_1X1;
+use crate::{EverythingServer, PNG_1X1};
 
-const STATIC_TEXT: &str = "test://static-text";
-const STATIC_BINARY: &str = "test://static-binary";
-
-pub(crate) fn list() -> Vec<Resource> {
-    vec![
-        Resource::new(STATIC_TEXT, "static-text").with_mime_type("text/plain").with_description("A static text resource"),
-        Resource::new(STATIC_BINARY, "static-binary").with_mime_type("image/png").with_description("A static PNG"),
-    ]
+pub(crate) fn resources() -> Resources<EverythingServer> {
+    let mut resources = Resources::new();
+    resources += FixedResource::new(
+        Resource::new("test://static-text", "static-text").with_mime_type("text/plain").with_description("A static text resource"),
+        static_text,
+    );
+    resources += FixedResource::new(
+        Resource::new("test://static-binary", "static-binary").with_mime_type("image/png").with_description("A static PNG"),
+        static_binary,
+    );
+    // `{id}` is one non-empty path segment. A URI that matches nothing gets
+    // -32002, which rmcp turns into -32602 for 2026-07-28 clients (SEP-2164).
+    resources += TemplatedResource::new(
+        ResourceTemplate::new("test://template/{id}/data", "template-data").with_mime_type("text/plain"),
+        template_data,
+    );
+    resources
 }
 
-pub(crate) fn templates() -> Vec<ResourceTemplate> {
-    vec![ResourceTemplate::new("test://template/{id}/data", "template-data").with_mime_type("text/plain")]
+async fn static_text(_server: &EverythingServer, request: ResourceRequest) -> Result<ReadResourceResult, ErrorData> {
+    Ok(ReadResourceResult::new(vec![ResourceContents::text("This is the content of the static text resource.", request.uri)]))
 }
 
-pub(crate) fn read(uri: &str) -> Result<ReadResourceResult, ErrorData> {
-    let contents = match uri {
-        STATIC_TEXT => ResourceContents::text("This is the content of the static text resource.", uri),
-        STATIC_BINARY => ResourceContents::blob(PNG_1X1, uri).with_mime_type("image/png"),
-        _ => match template_id(uri) {
-            Some(id) => ResourceContents::text(format!("Data for resource id {id}"), uri),
-            // rmcp turns this into -32602 for 2026-07-28 clients (SEP-2164).
-            None => return Err(ErrorData::resource_not_found("Resource not found", Some(json!({"uri": uri})))),
-        },
-    };
-    Ok(ReadResourceResult::new(vec![contents]))
+async fn static_binary(_server: &EverythingServer, request: ResourceRequest) -> Result<ReadResourceResult, ErrorData> {
+    Ok(ReadResourceResult::new(vec![ResourceContents::blob(PNG_1X1, request.uri).with_mime_type("image/png")]))
 }
 
-/// `{id}` of `test://template/{id}/data`: one non-empty path segment.
-fn template_id(uri: &str) -> Option<&str> {
-    let id = uri.strip_prefix("test://template/")?.strip_suffix("/data")?;
-    (!id.is_empty() && !id.contains('/')).then_some(id)
+async fn template_data(_server: &EverythingServer, request: ResourceRequest) -> Result<ReadResourceResult, ErrorData> {
+    let id = request.variable("id").unwrap_or_default();
+    Ok(ReadResourceResult::new(vec![ResourceContents::text(format!("Data for resource id {id}"), &request.uri)]))
 }

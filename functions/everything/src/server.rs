@@ -31,7 +31,7 @@ impl EverythingServer {
             .tools(Self::task_fixture_tools())
             .task_tools(tools)
             .prompts(Self::prompts())
-            .resources(crate::resources::list(), crate::resources::templates(), crate::resources::read)
+            .resources(crate::resources::resources())
             .completions()
             .build();
         Self { request_states: deps.request_states, registry }

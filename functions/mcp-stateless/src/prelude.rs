@@ -1,6 +1,7 @@
-//! One import path for tool authors: everything a tool, a task tool or a
-//! server's wiring names from this crate, whichever module it lives in.
-//! `use mcp_stateless::prelude::*;` or name what you use.
+//! One import path for tool authors: everything a tool, a task tool, a
+//! prompt, a resource or a server's wiring names from this crate,
+//! whichever module it lives in. `use mcp_stateless::prelude::*;` or name
+//! what you use.
 
 pub use crate::{
     handles::{
@@ -16,7 +17,7 @@ pub use crate::{
         report::Reporter,
     },
     sealed::mrtr::{RequestStates, StateScope},
-    server::{AskingPrompt, Dependencies, Registry},
+    server::{AskingPrompt, Dependencies, FixedResource, Registry, ResourceReader, ResourceRequest, Resources, TemplatedResource},
     subscriptions::{ListKind, Subscriptions},
     tasks::{TaskRun, TaskStep, TaskSupport, TaskTool, TaskTools, Tasks},
 };

@@ -29,7 +29,7 @@ impl Server {
             .tools(tools::all())
             .task_tools(tools::task_tools())
             .prompts(tools::prompts())
-            .handle_resources(tools::resources())
+            .resources(tools::resources())
             .build();
         Self { request_states: deps.request_states, handles: deps.handles, registry }
     }

@@ -6,7 +6,7 @@
 //! principal's handle reads and watches exactly like an unknown one.
 
 use rmcp::model::{ErrorData, ReadResourceResult, ResourceContents, ResourceTemplate};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::{
     CallContext,
@@ -40,10 +40,16 @@ impl std::ops::AddAssign<HandleResource> for HandleResources {
     }
 }
 
+impl std::ops::AddAssign for HandleResources {
+    fn add_assign(&mut self, other: HandleResources) {
+        self.0.extend(other.0);
+    }
+}
+
 /// What a client gets for a resource it may not see: the same for
 /// unknown, malformed, expired and somebody else's.
 fn not_found(uri: &str) -> ErrorData {
-    ErrorData::resource_not_found("Resource not found", Some(json!({"uri": uri})))
+    crate::protocol::resource_not_found(uri)
 }
 
 impl HandleResources {

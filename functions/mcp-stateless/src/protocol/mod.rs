@@ -13,7 +13,7 @@ pub mod scope;
 
 use std::borrow::Cow;
 
-use rmcp::model::{Implementation, ProtocolVersion, ServerCapabilities, ServerConfig};
+use rmcp::model::{ErrorData, Implementation, ProtocolVersion, ServerCapabilities, ServerConfig};
 
 /// The modern versions this template speaks: exactly the stateless
 /// revision (basic/versioning). `server/discover` lists these.
@@ -57,4 +57,12 @@ pub fn server_info(name: &str, version: &str, capabilities: ServerCapabilities) 
     ServerConfig::new(capabilities)
         .with_server_info(Implementation::new(name, version))
         .with_protocol_version(ProtocolVersion::V_2026_07_28)
+}
+
+/// What a client gets for a resource it may not read: the same for an
+/// unknown URI, a malformed one, and another caller's handle, so an answer
+/// tells nothing of what exists. -32002, which rmcp answers as -32602 to a
+/// 2026-07-28 client (SEP-2164); the URI asked for is echoed, nothing else.
+pub fn resource_not_found(uri: &str) -> ErrorData {
+    ErrorData::resource_not_found("Resource not found", Some(serde_json::json!({"uri": uri})))
 }

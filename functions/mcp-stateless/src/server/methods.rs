@@ -74,7 +74,7 @@ macro_rules! server_methods {
             request: ::rmcp::model::ReadResourceRequestParams,
             context: ::rmcp::service::RequestContext<::rmcp::RoleServer>,
         ) -> Result<::rmcp::model::ReadResourceResponse, ::rmcp::ErrorData> {
-            self.$registry.read_resource(&context, &request.uri).await.map(Into::into)
+            self.$registry.read_resource(self, &context, &request.uri).await.map(Into::into)
         }
 
         async fn get_task(

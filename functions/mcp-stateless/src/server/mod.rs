@@ -12,6 +12,8 @@
 mod asking_prompt;
 pub mod dependencies;
 mod methods;
+mod resources;
+mod uri_template;
 
 use std::{borrow::Cow, sync::Arc};
 
@@ -38,18 +40,7 @@ use crate::{
 };
 pub use asking_prompt::AskingPrompt;
 pub use dependencies::Dependencies;
-
-/// How a server reads its fixed resources: `resources/read` of a URI that
-/// no handle kind claims.
-pub type ReadResource = fn(&str) -> Result<ReadResourceResult, ErrorData>;
-
-/// Resources that are the same for every caller.
-#[derive(Clone)]
-struct FixedResources {
-    list: Vec<Resource>,
-    templates: Vec<ResourceTemplate>,
-    read: ReadResource,
-}
+pub use resources::{FixedResource, ResourceReader, ResourceRequest, Resources, TemplatedResource};
 
 /// What a server serves, and what it says about itself because of it.
 ///
@@ -91,8 +82,7 @@ pub struct Registry<S> {
     /// request, and a router's clone would copy its every route.
     tools: Arc<ToolRouter<S>>,
     prompts: Arc<PromptRouter<S>>,
-    fixed: Option<FixedResources>,
-    handle_resources: HandleResources,
+    resources: Arc<Resources<S>>,
     /// What the parts add up to, decided once (rmcp asks for the server's
     /// info on every request).
     capabilities: ServerCapabilities,
@@ -107,8 +97,7 @@ pub struct RegistryBuilder<S> {
     tools: ToolRouter<S>,
     task_tools: TaskTools,
     prompts: PromptRouter<S>,
-    fixed: Option<FixedResources>,
-    handle_resources: HandleResources,
+    resources: Resources<S>,
     completions: bool,
 }
 
@@ -121,8 +110,7 @@ impl<S: Send + Sync + 'static> Registry<S> {
             tools: ToolRouter::new(),
             task_tools: TaskTools::new(),
             prompts: PromptRouter::new(),
-            fixed: None,
-            handle_resources: HandleResources::default(),
+            resources: Resources::new(),
             completions: false,
         }
     }
@@ -145,9 +133,9 @@ impl<S: Send + Sync + 'static> Registry<S> {
         &self.subscriptions
     }
 
-    /// Handle kinds exposed as resources.
+    /// Handle kinds exposed as resources (what listen streams watch).
     pub fn handle_resources(&self) -> &HandleResources {
-        &self.handle_resources
+        self.resources.handles()
     }
 
     /// The handles those resources are read from.
@@ -224,22 +212,26 @@ impl<S: Send + Sync + 'static> Registry<S> {
     /// `resources/list`: the fixed resources (handle-backed ones are per
     /// caller, so none is listed for everyone).
     pub fn list_resources(&self) -> Vec<Resource> {
-        self.fixed.as_ref().map(|fixed| fixed.list.clone()).unwrap_or_default()
+        self.resources.list()
     }
 
-    /// `resources/templates/list`: the fixed templates and one per handle kind.
+    /// `resources/templates/list`: the templated resources, then one
+    /// template per handle kind.
     pub fn list_resource_templates(&self) -> Vec<ResourceTemplate> {
-        let mut templates = self.fixed.as_ref().map(|fixed| fixed.templates.clone()).unwrap_or_default();
-        templates.extend(self.handle_resources.templates());
-        templates
+        self.resources.templates()
     }
 
-    /// `resources/read`: a handle kind's URI for the caller, else a fixed one.
-    pub async fn read_resource(&self, context: &RequestContext<RoleServer>, uri: &str) -> Result<ReadResourceResult, ErrorData> {
-        match &self.fixed {
-            Some(fixed) if !self.handle_resources.claims(uri) => (fixed.read)(uri),
-            _ => self.handle_resources.read(&self.handles, &CallContext::of(context)?, uri).await,
-        }
+    /// `resources/read` on `server`: the fixed resource of that URI, else
+    /// the first template that matches it, else a handle kind's, read for
+    /// the caller; -32002 for anything else, a server with no resources
+    /// included.
+    pub async fn read_resource(
+        &self,
+        server: &S,
+        context: &RequestContext<RoleServer>,
+        uri: &str,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        self.resources.read(server, &self.handles, CallContext::of(context)?, uri).await
     }
 }
 
@@ -263,15 +255,9 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         self
     }
 
-    /// Resources that are the same for every caller, and how to read them.
-    pub fn resources(mut self, list: Vec<Resource>, templates: Vec<ResourceTemplate>, read: ReadResource) -> Self {
-        self.fixed = Some(FixedResources { list, templates, read });
-        self
-    }
-
-    /// Handle kinds clients read and watch as resources.
-    pub fn handle_resources(mut self, resources: HandleResources) -> Self {
-        self.handle_resources = resources;
+    /// Adds resources: fixed, templated and handle-backed, in one list.
+    pub fn resources(mut self, resources: Resources<S>) -> Self {
+        self.resources += resources;
         self
     }
 
@@ -292,19 +278,18 @@ impl<S: Send + Sync + 'static> RegistryBuilder<S> {
         if !self.prompts.list_all().is_empty() {
             capabilities.prompts = Some(Default::default());
         }
-        if self.fixed.is_some() || !self.handle_resources.is_empty() {
+        if !self.resources.is_empty() {
             capabilities.resources = Some(ResourcesCapability::default());
         }
         if self.completions {
             capabilities.completions = Some(Default::default());
         }
         // Only handle-backed resources change, so only they can be watched.
-        let capabilities = deps.subscriptions.advertise(capabilities, !self.handle_resources.is_empty());
+        let capabilities = deps.subscriptions.advertise(capabilities, !self.resources.handles().is_empty());
         let registry = Registry {
             tools: Arc::new(tools),
             prompts: Arc::new(self.prompts),
-            fixed: self.fixed,
-            handle_resources: self.handle_resources,
+            resources: Arc::new(self.resources),
             capabilities,
             tasks,
             subscriptions: deps.subscriptions,

@@ -12,11 +12,14 @@
 //! - `report.rs`: a long-running task (runs in the worker function) that
 //!   reports progress and honours cancellation;
 //! - `publish.rs`: a task that asks the user for input halfway;
-//! - `writing.rs`: prompts, a plain one and one that asks the user first.
+//! - `writing.rs`: prompts, a plain one and one that asks the user first;
+//! - `catalog.rs`: resources, a fixed one and a templated one, read with
+//!   the server's state and the caller.
 //!
 //! Task tools are listed in [`task_tools`] instead of `all`: the worker
 //! function runs them from the same list. Prompts are listed in
-//! `prompts`, resources in `resources`.
+//! `prompts`; resources (fixed, templated, and handle kinds such as
+//! baskets) in `resources`.
 //!
 //! Each example is one file and one line in each list it appears in:
 //! deleting the file and its lines leaves a server that builds and passes
@@ -24,13 +27,14 @@
 
 mod basics;
 pub mod basket;
+mod catalog;
 mod progress;
 mod publish;
 mod reminder;
 mod report;
 mod writing;
 
-use mcp_stateless::prelude::{HandleResources, TaskTools};
+use mcp_stateless::prelude::{Resources, TaskTools};
 use rmcp::handler::server::router::{prompt::PromptRouter, tool::ToolRouter};
 
 use crate::Server;
@@ -64,10 +68,13 @@ pub(crate) fn prompts() -> PromptRouter<Server> {
     prompts
 }
 
-/// Handle-backed state clients read and watch as resources.
+/// Every resource: fixed and templated ones (`FixedResource`,
+/// `TemplatedResource`), and handle kinds clients read and watch
+/// (`HandleResource`).
 #[allow(unused_mut)] // once the last example is deleted
-pub(crate) fn resources() -> HandleResources {
-    let mut resources = HandleResources::default();
+pub(crate) fn resources() -> Resources<Server> {
+    let mut resources = Resources::new();
     resources += basket::BASKET_RESOURCE;
+    resources += catalog::catalog_resources();
     resources
 }
