@@ -7,7 +7,8 @@
 //! per 4 KB of the item read (never less than one each). The emulator's
 //! own `ConsumedCapacity` is a flat 1.0 per call whatever the size, so the
 //! sizes are read off the requests and answers instead. `cargo test
-//! --test task_cost -- --nocapture` prints the breakdown.
+//! --test tasks_sqs a_minute_long_task -- --nocapture` prints the breakdown
+//! (the test runs in the `tasks_sqs` binary, beside the other queue tests).
 
 use std::{sync::Arc, time::Duration};
 
@@ -89,7 +90,7 @@ impl Units {
 }
 
 #[tokio::test]
-async fn a_minute_long_task_costs_a_few_units_a_second_and_unnamed_arguments_cost_nothing() {
+async fn costs_a_few_units_a_second_and_unnamed_arguments_cost_nothing() {
     let direct = sdk().await;
     // One meter per function: the request side and the worker.
     let (server_meter, worker_meter) = (FaultProxy::in_front_of_emulator().await, FaultProxy::in_front_of_emulator().await);
