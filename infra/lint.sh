@@ -33,6 +33,9 @@ cargo clippy -p mcp-stateless -p starter --no-default-features --all-targets --l
 # clippy do, with dev-dependencies: tokio's `test-util` is then on here too,
 # and rustdoc reads the dependencies clippy already checked instead of
 # checking tokio and the 35 crates above it again (about 90 s on 2 cores).
+# Naming --bins documents a function's binary beside its library of the
+# same name, and cargo warns that their pages share a path: rustdoc checks
+# both all the same, and nobody reads those pages.
 say "RUSTDOCFLAGS='-D warnings' cargo doc --workspace --no-deps --lib --bins --examples"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --lib --bins --examples --locked ||
   { echo "lint: rustdoc found the problems above" >&2; exit 1; }

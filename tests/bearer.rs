@@ -39,7 +39,9 @@ async fn server(issuer: &Issuer) -> SocketAddr {
 
 /// A fetch bound that no loaded machine reaches.
 fn patient() -> KeyTimings {
-    KeyTimings { fetch_timeout: Duration::from_secs(60), ..KeyTimings::default() }
+    let mut timings = KeyTimings::default();
+    timings.fetch_timeout = Duration::from_secs(60);
+    timings
 }
 
 /// An issuer publishing `keys`, and a server trusting it whose key set

@@ -288,10 +288,8 @@ async fn a_call_silent_until_the_deadline_is_stopped_with_an_error() {
         }
         let mut http_request = http_request.body(bytes::Bytes::from(body.to_string())).unwrap();
         // As Lambda gives it: a second and a half left, the tool needs five.
-        let facts = mcp_stateless::EntryFacts {
-            deadline: Some(mcp_stateless::deadline::Deadline::after(Duration::from_millis(1500))),
-            ..Default::default()
-        };
+        let mut facts = mcp_stateless::EntryFacts::default();
+        facts.deadline = Some(mcp_stateless::deadline::Deadline::after(Duration::from_millis(1500)));
         http_request.extensions_mut().insert(facts);
         let text = if streamed {
             let response = endpoint.handle_streaming(http_request).await;

@@ -107,7 +107,7 @@ impl Seals {
         token: &str,
         sender: &str,
     ) -> Result<Opened<T>, SealingError> {
-        let OpenedState { data, jti, expires_at } =
+        let OpenedState { data, jti, expires_at, .. } =
             self.sealer.open_budgeted(&self.binding(purpose, bound_to), token, sender).await.map_err(|error| match error {
                 OpenError::KeyUnavailable(why) => SealingError::Unavailable(why),
                 _ => SealingError::Invalid,

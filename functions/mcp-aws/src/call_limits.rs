@@ -22,6 +22,10 @@ use mcp_stateless::settings::Variables;
 /// ([`from_lookup`](Self::from_lookup), which [`crate::AwsSettings`] reads
 /// at start).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(
+    clippy::exhaustive_structs,
+    reason = "per-call limits chosen together: a caller (the fault tests) sets them whole, as a const, and a new limit must be chosen by each"
+)]
 pub struct CallLimits {
     /// TCP and TLS set-up; in-region endpoints take milliseconds. Never
     /// longer than `attempt`.

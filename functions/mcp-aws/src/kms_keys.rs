@@ -103,6 +103,7 @@ struct CurrentKey {
 
 /// Counters for the bench and for logs: how often KMS was called.
 #[derive(Debug, Default)]
+#[non_exhaustive]
 pub struct KmsCallCounts {
     /// `GenerateDataKey` calls made.
     pub generate_data_key: AtomicU64,

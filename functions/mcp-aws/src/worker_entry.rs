@@ -20,6 +20,7 @@ use crate::CallLimits;
 /// An SQS event as Lambda's event source mapping delivers it, read only as
 /// far as the worker needs.
 #[derive(Debug, Default, Deserialize)]
+#[non_exhaustive]
 pub struct SqsEvent {
     /// The messages delivered in this invocation.
     #[serde(rename = "Records", default)]
@@ -28,6 +29,7 @@ pub struct SqsEvent {
 
 /// One delivered message.
 #[derive(Debug, Deserialize)]
+#[non_exhaustive]
 pub struct SqsRecord {
     /// SQS's id for the message, which a [`BatchItemFailure`] names.
     #[serde(rename = "messageId")]
@@ -51,6 +53,10 @@ pub struct SqsRecord {
 /// `{"batchItemFailures": [{"itemIdentifier": id}]}`: the messages SQS
 /// should deliver again; the others are deleted.
 #[derive(Debug, Default, Serialize, PartialEq, Eq)]
+#[allow(
+    clippy::exhaustive_structs,
+    reason = "the shape Lambda's SQS batch response has on the wire, fixed by AWS; the tests compare it as a value"
+)]
 pub struct SqsBatchResponse {
     /// The messages to deliver again.
     #[serde(rename = "batchItemFailures")]
@@ -59,6 +65,10 @@ pub struct SqsBatchResponse {
 
 /// One message SQS should deliver again.
 #[derive(Debug, Serialize, PartialEq, Eq)]
+#[allow(
+    clippy::exhaustive_structs,
+    reason = "the shape Lambda's SQS batch response has on the wire, fixed by AWS; the tests compare it as a value"
+)]
 pub struct BatchItemFailure {
     /// Its [`SqsRecord::message_id`].
     #[serde(rename = "itemIdentifier")]
@@ -97,6 +107,7 @@ fn receives(attributes: &HashMap<String, String>) -> u32 {
 /// failed without an outcome is retried after [`retry_delay`], not after
 /// the queue's visibility timeout (six worker timeouts).
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Retries {
     /// The SQS client the delay is set through.
     pub client: Client,

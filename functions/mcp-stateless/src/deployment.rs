@@ -15,6 +15,10 @@
 /// Where the process runs. It chooses the defaults of the decisions below
 /// and nothing else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(
+    clippy::exhaustive_enums,
+    reason = "exhaustive on purpose: a new variant must be served or refused by every start, and the compiler names them (docs/transports.md, Another way in)"
+)]
 pub enum Mode {
     /// Lambda events, through the Lambda Runtime API
     /// (`AWS_LAMBDA_RUNTIME_API` is set).
@@ -28,6 +32,10 @@ pub enum Mode {
 /// streaming, a Function URL, the local server). Chosen at deploy time
 /// (`MCP_TRANSPORT`), read once at start (`settings.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(
+    clippy::exhaustive_enums,
+    reason = "exhaustive on purpose: a new variant must be served or refused by every start, and the compiler names them (docs/transports.md, Another way in)"
+)]
 pub enum Transport {
     /// Each answer leaves whole, once the handler has finished.
     Buffered,
@@ -49,6 +57,10 @@ impl Transport {
 
 /// Where requests come in.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(
+    clippy::exhaustive_enums,
+    reason = "exhaustive on purpose: a new variant must be served or refused by every start, and the compiler names them (docs/transports.md, Another way in)"
+)]
 pub enum Entry {
     /// Events from the Lambda Runtime API, through `lambda_http`.
     Lambda,
@@ -61,6 +73,7 @@ pub enum Entry {
 
 /// The Tokio runtime the process runs on ([`crate::block_on`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Runtime {
     /// One thread: Lambda hands a sandbox one event at a time, so worker
     /// threads would cost start-up and memory for nothing.
@@ -72,6 +85,7 @@ pub enum Runtime {
 
 /// How the process writes its log (to stderr, either way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LogFormat {
     /// One JSON object a line, without a time (CloudWatch Logs stamps
     /// each line), and each request's record in CloudWatch's embedded
@@ -84,6 +98,7 @@ pub enum LogFormat {
 /// Which `Host` and `Origin` names are the server's own, beyond those
 /// `MCP_ALLOWED_HOSTS` lists (the DNS-rebinding defence).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HostRule {
     /// The API's own domain, as the event (not a header) names it, and
     /// the list (custom domains).

@@ -35,7 +35,12 @@
 //! Each state concern is a port (a small trait) with an in-memory
 //! implementation here; the KMS and DynamoDB adapters live in `mcp-aws`.
 
-#![warn(missing_docs)]
+// The public surface a fork builds on may grow without breaking it: every
+// exported struct and enum is `#[non_exhaustive]`, or says with
+// `#[allow(clippy::exhaustive_..., reason = "...")]` why a new field or
+// variant should break the code that uses it (the lint gate's clippy runs
+// with -D warnings).
+#![warn(missing_docs, clippy::exhaustive_structs, clippy::exhaustive_enums)]
 
 pub mod clock;
 #[cfg(feature = "contracts")]

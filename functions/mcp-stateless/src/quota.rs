@@ -19,6 +19,7 @@ use crate::storage::{LockedMap, StoreError, hex};
 
 /// One owner's counter for one kind and window.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct QuotaKey {
     /// `quota#<kind>#<hex SHA-256 of owner>#<window number>`.
     pub partition_key: String,

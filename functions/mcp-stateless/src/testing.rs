@@ -16,6 +16,7 @@ pub fn call_context(principal: Principal, capabilities: Value) -> CallContext {
 }
 
 /// A task run and the two ends its driver holds.
+#[non_exhaustive]
 pub struct TestRun {
     /// What the task function is given.
     pub run: TaskRun,

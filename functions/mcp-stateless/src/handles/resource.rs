@@ -19,6 +19,7 @@ use crate::{
 
 /// One kind of handle exposed as resources.
 #[derive(Clone, Copy)]
+#[allow(clippy::exhaustive_structs, reason = "a fork declares its handle resources as consts, by struct expression: that is the API")]
 pub struct HandleResource {
     /// The URI scheme: `basket` gives `basket://<handle>`.
     pub scheme: &'static str,

@@ -18,6 +18,7 @@ use crate::deadline::Deadline;
 /// Facts an entry point established outside the JSON body, attached to the
 /// HTTP request as an extension before it reaches the edge.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct EntryFacts {
     /// The caller the entry point established (an authorizer's claims, a
     /// token verified here, or locally the development header);
@@ -52,6 +53,10 @@ pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// In Lambda this comes from the API Gateway JWT authorizer's claims; nothing
 /// the client writes in the body (such as `clientInfo`) can change it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[allow(
+    clippy::exhaustive_enums,
+    reason = "tools match every kind of caller on purpose: a new kind must be handled where identity matters, not fall into a wildcard arm"
+)]
 pub enum Principal {
     /// No authorizer in front of the function, or no credentials.
     Anonymous,
@@ -115,6 +120,7 @@ pub enum Era {
 /// assert_eq!(greeting(&ctx), "Hello, alice. What shall I call you?");
 /// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct CallContext {
     /// The protocol version the request's `_meta` names (the edge admits
     /// only those it supports).

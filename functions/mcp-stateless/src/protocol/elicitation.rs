@@ -28,6 +28,10 @@ pub fn require_form_elicitation(ctx: &CallContext) -> Result<(), ErrorData> {
 /// What the user answered to a form elicitation (client/elicitation,
 /// "Response Actions").
 #[derive(Debug, Clone, PartialEq)]
+#[allow(
+    clippy::exhaustive_enums,
+    reason = "a tool handles each answer a user can give; a new one must be handled, not fall into a wildcard arm"
+)]
 pub enum ElicitationReply<'a> {
     /// The user submitted the form: its content, checked against the schema
     /// only when read through [`checked_reply`].

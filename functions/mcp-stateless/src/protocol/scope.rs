@@ -13,6 +13,7 @@ use crate::protocol::context::{CallContext, EntryFacts};
 
 /// What one request carries beside its body.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct RequestScope {
     /// What the entry point established: the caller, the API's domain,
     /// the invocation's deadline.
@@ -37,6 +38,7 @@ impl RequestScope {
 
 /// What a `subscriptions/listen` stream is to do, as the edge admitted it.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct ListenScope {
     /// The edge cannot hold the stream open (its answer is whole): it is
     /// acknowledged and ended at once, in the one answer.
@@ -53,4 +55,5 @@ pub struct ListenScope {
 /// that message. A 2025-era session's notification stream makes itself the
 /// session's one here, so a stream refused at its bound replaces nothing.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct OnOpen(pub Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>);

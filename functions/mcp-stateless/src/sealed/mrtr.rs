@@ -22,6 +22,7 @@ pub const INVALID_STATE_MESSAGE: &str = "requestState is invalid or expired; ret
 /// The request a state belongs to: method, target and the arguments the tool
 /// chose to bind (default: all of them).
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct StateScope<'a> {
     /// The JSON-RPC method (`tools/call`, `prompts/get`).
     pub method: &'a str,

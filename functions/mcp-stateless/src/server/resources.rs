@@ -23,6 +23,7 @@ use crate::{
 
 /// One `resources/read`, as its reader is handed it.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ResourceRequest {
     /// The URI asked for, as sent: what the contents name
     /// (`ResourceContents::text(text, request.uri)`).

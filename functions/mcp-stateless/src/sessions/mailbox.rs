@@ -33,6 +33,7 @@ pub const ASKABLE: &[&str] = &["elicitation/create", "sampling/createMessage", "
 
 /// What the client answered to one request.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Answer {
     /// Its JSON-RPC result.
     Result(Value),

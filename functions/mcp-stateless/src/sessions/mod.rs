@@ -95,6 +95,7 @@ pub struct Session {
 
 /// What changed in a session since `initialize`.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SessionState {
     /// The level `logging/setLevel` asked for; none until then (and then
     /// no log messages are sent, as at 2026-07-28 without a level).

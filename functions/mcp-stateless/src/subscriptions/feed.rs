@@ -42,6 +42,7 @@ impl ListKind {
 
 /// One list's state in the feed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ListState {
     /// Bumped on every change; streams compare it with what they saw.
     pub version: u64,
@@ -54,6 +55,7 @@ pub struct ListState {
 
 /// The feed item: every list's state, read in one call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Lists {
     /// The tools list's state.
     pub tools: ListState,
@@ -104,6 +106,7 @@ pub trait ChangeFeed: Send + Sync {
 
 /// The digests of the lists this build serves.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ListDigests {
     /// The tools list's digest.
     pub tools: String,

@@ -22,6 +22,7 @@ use crate::{
 /// What a stream can watch beyond the lists: the caller's tasks, and the
 /// handle-backed resources a server exposes.
 #[derive(Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct Watched<'a> {
     /// The server's tasks, read for the ids in the request's
     /// `notifications.taskIds` (the caller's own only).

@@ -11,6 +11,7 @@ use crate::protocol::context::CallContext;
 
 /// The task ids one listen stream watches.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TaskIdsFilter(pub Vec<String>);
 
 /// Why a listen request's `taskIds` are refused.

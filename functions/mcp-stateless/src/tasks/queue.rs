@@ -18,6 +18,7 @@ use super::record::TASK_IDS;
 /// queue is trusted (only the request function may send to it), and the
 /// record carries everything the run needs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TaskMessage {
     /// The record's partition key ([`ItemKey::partition_key`]).
     pub pk: String,

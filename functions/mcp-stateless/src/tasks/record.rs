@@ -30,6 +30,7 @@ pub const MAX_RECORD_BYTES: usize = 350_000;
 
 /// Which worker holds a task, and until when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Lease {
     /// A random id of the worker run that holds it.
     pub holder: String,
@@ -39,6 +40,7 @@ pub struct Lease {
 
 /// What a task was created with: written once, before its record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TaskInput {
     /// The caller that created the task: the run acts as it.
     pub principal: Principal,
@@ -73,6 +75,7 @@ impl TaskInput {
 
 /// The part of a task written on every change (see the module's header).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TaskRecord {
     /// The id clients name it by (`tsk_...`).
     pub task_id: String,

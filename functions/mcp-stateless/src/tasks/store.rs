@@ -15,6 +15,7 @@ use crate::{
 
 /// What a compare-and-set write did.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Replaced {
     /// The record was written.
     Done,
@@ -46,6 +47,7 @@ pub trait TaskStore: Send + Sync {
 }
 
 /// What a transition decided after looking at the current record.
+#[non_exhaustive]
 pub enum Decision {
     /// Write the record as edited, one version on.
     Write,
@@ -59,6 +61,7 @@ const BACKOFF_START: Duration = Duration::from_millis(5);
 /// What [`transition`] left: the record as it now stands (`None` when the
 /// task is unknown or expired), and the same record again when this call's
 /// write is the one that ended the task (exactly one write does).
+#[non_exhaustive]
 pub struct Transition {
     /// The record as it now stands.
     pub record: Option<TaskRecord>,

@@ -28,6 +28,7 @@ use crate::{
 
 /// Whether a client without the tasks extension can call the tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TaskSupport {
     /// Runs inline, to completion, for clients that did not declare tasks.
     Optional,

@@ -52,6 +52,7 @@ const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
 
 /// How long the keys are kept and how often the issuer is asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct KeyTimings {
     /// A set this old is refreshed in the background on its next use.
     pub refresh_after: Duration,
