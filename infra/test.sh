@@ -122,6 +122,7 @@ stage_modern() {
 }
 
 stage_fuzz() {
+  debug_build -q
   "$TARGET/debug/fuzz" all 3000 | tee "$STATE_DIR/fuzz-smoke.txt" || fail "the fuzzer found a problem (above)"
 }
 
@@ -165,6 +166,7 @@ stage_clients() {
     return 0
   fi
   local port curl_passed=0 inspector_passed=0
+  debug_build -q
   port="$(free_port)"
   MCP_LOCAL_ADDR="127.0.0.1:$port" "$TARGET/debug/$FUNCTION" >"$STATE_DIR/clients-server.log" 2>&1 &
   client_server=$!
