@@ -195,8 +195,10 @@ duration() {
 # timed NAME COMMAND...: COMMAND as one stage of a longer run: says when it
 # starts and how long it took, and appends NAME, its seconds and its exit
 # status to $STAGES (tab-separated) when that is set. COMMAND runs as a job
-# of its own, so `set -e` holds inside it (bash ignores it in a function
-# called left of `||`); it returns COMMAND's status.
+# of its own, so that `set -e` holds inside it (bash ignores it in a
+# function called left of `||`, as `wait` is here); it returns COMMAND's
+# status. Call `timed` itself as a plain command, never left of `||` or
+# `&&` or in an `if`: its job would inherit the suspended `set -e`.
 timed() {
   local name="$1" started=$SECONDS status=0
   shift

@@ -84,7 +84,8 @@ local_runs() {
   done
   local status=0
   for _ in $(seq 1 600); do
-    status="$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url" -H 'Content-Type: application/json' -d '{}' || true)"
+    # Bounded: behind --only-lambda-apis a request waits for a function to take it.
+    status="$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X POST "$url" -H 'Content-Type: application/json' -d '{}' || true)"
     [ "$status" != 000 ] && [ "$status" != 502 ] && [ "$status" != 504 ] && break
     sleep 0.5
   done

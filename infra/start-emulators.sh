@@ -14,6 +14,12 @@ nohup "$VENV/bin/python" "$ROOT/infra/moto_server.py" -H "$MOTO_HOST" -p "$MOTO_
 echo $! > "$pidfile"
 for _ in $(seq 1 100); do
   if curl -fsS -o /dev/null "http://$MOTO_HOST:$MOTO_PORT/moto-api/" 2>/dev/null; then
+    # Something answered; if it is not ours, ours could not take the port.
+    if ! pid_alive "$pidfile"; then
+      rm -f "$pidfile"
+      echo "moto did not start: $MOTO_HOST:$MOTO_PORT is taken by another emulator (another checkout's?); set MOTO_PORT to a free port (see .tmp/moto.log)" >&2
+      exit 1
+    fi
     say "moto started (pid $(cat "$pidfile")) on $MOTO_HOST:$MOTO_PORT, log in .tmp/moto.log"
     exit 0
   fi

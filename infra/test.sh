@@ -40,7 +40,7 @@ check_disk 8
 STAGES="$STATE_DIR/stages.tsv"
 export STAGES
 : >"$STAGES"
-rm -f "$STATE_DIR"/passed-*.txt "$STATE_DIR"/lane-*.log
+rm -f "$STATE_DIR"/passed-*.txt "$STATE_DIR"/lane-*.log "$STATE_DIR/summary.txt"
 total_started=$SECONDS
 
 selected="$*"
@@ -91,16 +91,18 @@ stage_lint() { bash infra/lint.sh; }
 
 stage_build() { MCP_DEBUG_BUILT=0 debug_build; }
 
-# As a new user types it: nothing set up, the same tests a set-up run
-# passes (those that need the emulator start it). An emulator a user had
-# running before stays as it was, but for being reset.
+# As a new user types it: no AWS or MCP variables, the same tests a set-up
+# run passes (those that need the emulator start it). The rest of the
+# environment stays: the build's own (RUSTFLAGS, CC, a proxy) would
+# otherwise make this build again what `build` built. An emulator a user
+# had running before is used, once reset.
 stage_rust() {
   [ "$emulator_was_running" = 1 ] && emulator_ready
-  local log="$STATE_DIR/cargo-test.log"
-  env -i HOME="$HOME" PATH="$PATH" ${USER:+USER="$USER"} ${CARGO_HOME:+CARGO_HOME="$CARGO_HOME"} \
-    ${RUSTUP_HOME:+RUSTUP_HOME="$RUSTUP_HOME"} ${CARGO_TARGET_DIR:+CARGO_TARGET_DIR="$CARGO_TARGET_DIR"} \
-    ${CARGO_INCREMENTAL:+CARGO_INCREMENTAL="$CARGO_INCREMENTAL"} ${MOTO_PORT:+MOTO_PORT="$MOTO_PORT"} \
-    cargo test --workspace --locked 2>&1 | tee "$log" || fail "cargo test --workspace failed (log: $log)"
+  local log="$STATE_DIR/cargo-test.log" name unset=()
+  for name in $(compgen -e); do
+    case "$name" in AWS_* | MCP_*) [ "$name" = MCP_DEBUG_BUILT ] || unset+=(-u "$name") ;; esac
+  done
+  env "${unset[@]}" cargo test --workspace --locked 2>&1 | tee "$log" || fail "cargo test --workspace failed (log: $log)"
   if [ "$emulator_was_running" = 0 ]; then
     pid_alive "$STATE_DIR/moto.pid" || fail "the emulator-backed tests did not start the emulator themselves"
     say "the emulator-backed tests started the emulator themselves"
@@ -215,7 +217,8 @@ run() {
 lane() {
   local name="$1" log="$STATE_DIR/lane-$1.log"
   shift
-  ( run "$@" ) > >(tee "$log" | sed -u "s/^/($name) /") 2>&1 &
+  # The whole pipeline is the job, so its last line is out before the job ends.
+  { run "$@" 2>&1 | tee "$log" | sed -u "s/^/($name) /"; } &
   lane_pids+=("$!")
   lane_names+=("$name")
 }
