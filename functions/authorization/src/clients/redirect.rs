@@ -39,6 +39,10 @@ pub enum Destination {
 /// three kinds above.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedirectUri {
+    /// As the client wrote it: matching is on this text, never on a
+    /// normalised form (OAuth 2.1, 4.1.1; RFC 9700, 4.1.3), so no other
+    /// spelling of it (`/x/../cb`, `%2e`, a host's case) is admitted.
+    text: String,
     url: Url,
     destination: Destination,
 }
@@ -63,7 +67,7 @@ impl RedirectUri {
             scheme if REFUSED_SCHEMES.contains(&scheme) => return Err(format!("a {scheme}: redirect URI")),
             _ => Destination::App,
         };
-        Ok(Self { url, destination })
+        Ok(Self { text: text.to_owned(), url, destination })
     }
 
     /// Where it leads.
@@ -71,9 +75,9 @@ impl RedirectUri {
         self.destination
     }
 
-    /// The URI as registered.
+    /// The URI as registered, as the client wrote it.
     pub fn as_str(&self) -> &str {
-        self.url.as_str()
+        &self.text
     }
 
     /// What the consent page names: the host, or the app's scheme.
@@ -84,21 +88,20 @@ impl RedirectUri {
         }
     }
 
-    /// Whether `requested` (as a client sent it) is this URI: exactly, or
-    /// for loopback, all but the port.
+    /// Whether `requested` (as a client sent it) is this URI: the same
+    /// text, or for loopback, the same text but for the port (RFC 8252,
+    /// 7.3), which alone may differ.
     pub fn admits(&self, requested: &str) -> bool {
-        if requested == self.url.as_str() {
+        if requested == self.text {
             return true;
         }
-        let Ok(requested) = Url::parse(requested) else { return false };
-        // The parsed form must round-trip: no spelling of the same URI
-        // that some other parser reads differently gets through.
-        if self.destination != Destination::Loopback || !is_loopback(&requested) || requested.scheme() != "http" {
+        if self.destination != Destination::Loopback {
             return false;
         }
-        let mut any_port = requested.clone();
-        let _ = any_port.set_port(self.url.port());
-        any_port.as_str() == self.url.as_str()
+        match (without_port(&self.text), without_port(requested)) {
+            (Some(registered), Some(asked)) => registered == asked,
+            _ => false,
+        }
     }
 
     /// The URI with the authorization response's parameters appended.
@@ -109,6 +112,23 @@ impl RedirectUri {
         url.query_pairs_mut().extend_pairs(pairs);
         url.into()
     }
+}
+
+/// `http://HOST:PORT/rest` as `http://HOST/rest`, textually; none for
+/// text that is not an `http:` URI or whose port is not digits.
+fn without_port(text: &str) -> Option<String> {
+    let rest = text.strip_prefix("http://")?;
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    // An IPv6 host's own colons are inside its brackets.
+    let host_end = if authority.starts_with('[') { authority.find(']')? + 1 } else { authority.find(':').unwrap_or(authority.len()) };
+    let (host, port) = authority.split_at(host_end);
+    match port.strip_prefix(':') {
+        None if port.is_empty() => {}
+        Some(digits) if !digits.is_empty() && digits.len() <= 5 && digits.bytes().all(|b| b.is_ascii_digit()) => {}
+        _ => return None,
+    }
+    Some(format!("http://{host}{tail}"))
 }
 
 fn is_loopback(url: &Url) -> bool {
@@ -161,6 +181,34 @@ mod tests {
         }
     }
 
+    /// OAuth 2.1 and RFC 9700 (4.1.3) ask for exact string matching: a
+    /// spelling that a URL parser would read as the same URI is another.
+    #[test]
+    fn no_other_spelling_of_a_registered_uri_is_admitted() {
+        let loopback = RedirectUri::parse("http://127.0.0.1:33418/callback").unwrap();
+        for other in [
+            "http://127.0.0.1:50123/x/../callback",
+            "http://127.0.0.1:50123/./callback",
+            "http://127.0.0.1:50123/%63allback",
+            "http://127.0.0.1:050123/callback",
+            "http://127.0.0.1:50123:1/callback",
+            "http://127.0.0.1:/callback",
+            "HTTP://127.0.0.1:50123/callback",
+            "http://127.0.0.1:50123/callback?",
+            "http://127.0.0.1:50123/callback#",
+            "http://0x7f.0.0.1:50123/callback",
+            "http://user@127.0.0.1:50123/callback",
+        ] {
+            assert!(!loopback.admits(other), "{other}");
+        }
+        let web = RedirectUri::parse("https://App.Example.com/cb").unwrap();
+        assert_eq!(web.as_str(), "https://App.Example.com/cb", "kept as the client wrote it");
+        assert!(web.admits("https://App.Example.com/cb"));
+        assert!(!web.admits("https://app.example.com/cb"), "another spelling");
+        let web = RedirectUri::parse("https://app.example.com/a/../cb").unwrap();
+        assert!(!web.admits("https://app.example.com/cb"));
+    }
+
     #[test]
     fn matching_is_exact_but_for_a_loopback_port() {
         let web = RedirectUri::parse("https://app.example.com/cb").unwrap();
@@ -179,7 +227,11 @@ mod tests {
         assert!(!loopback.admits("http://localhost:50123/callback"), "another host");
         assert!(!loopback.admits("http://127.0.0.1:50123/other"), "another path");
         assert!(!loopback.admits("https://127.0.0.1:50123/callback"), "another scheme");
+        let ipv6 = RedirectUri::parse("http://[::1]:9/cb").unwrap();
+        assert!(ipv6.admits("http://[::1]:4000/cb"));
+        assert!(!ipv6.admits("http://[::2]:4000/cb"));
         let app = RedirectUri::parse("cursor://anysphere.cursor-mcp/oauth/callback").unwrap();
+        assert!(app.admits("cursor://anysphere.cursor-mcp/oauth/callback"));
         assert!(!app.admits("cursor://anysphere.cursor-mcp/oauth/callback2"));
         assert_eq!(app.shown_as(), "cursor:");
     }
