@@ -112,32 +112,15 @@ fn is_name(name: &str) -> bool {
 }
 
 /// `text` with its `%XX` escapes decoded (RFC 3986, section 2.1); `None`
-/// for a `%` not followed by two hex digits, or bytes that are not UTF-8.
+/// for a `%` not followed by two hex digits (which `percent-encoding`
+/// would pass through as it is), or bytes that are not UTF-8.
 fn percent_decoded(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while let Some(&byte) = bytes.get(index) {
-        if byte == b'%' {
-            let high = hex_value(*bytes.get(index + 1)?)?;
-            let low = hex_value(*bytes.get(index + 2)?)?;
-            decoded.push((high << 4) | low);
-            index += 3;
-        } else {
-            decoded.push(byte);
-            index += 1;
-        }
+    let escapes_well_formed =
+        text.split('%').skip(1).all(|after| after.len() >= 2 && after.as_bytes()[..2].iter().all(u8::is_ascii_hexdigit));
+    if !escapes_well_formed {
+        return None;
     }
-    String::from_utf8(decoded).ok()
-}
-
-fn hex_value(digit: u8) -> Option<u8> {
-    match digit {
-        b'0'..=b'9' => Some(digit - b'0'),
-        b'a'..=b'f' => Some(digit - b'a' + 10),
-        b'A'..=b'F' => Some(digit - b'A' + 10),
-        _ => None,
-    }
+    percent_encoding::percent_decode_str(text).decode_utf8().ok().map(String::from)
 }
 
 #[cfg(test)]
