@@ -273,6 +273,14 @@ impl Stack {
         self.post_form("/oauth/token", None, &pairs).await
     }
 
+    /// A refresh that must work: its access token verifies; the next refresh token.
+    async fn refreshed(&self, client_id: &str, token: String) -> String {
+        let reply = self.refresh(client_id, &token, &[]).await;
+        assert_eq!(reply.status, 200, "{:?}", reply.body);
+        verify(&self.verifier(&self.resource()), reply.json()["access_token"].as_str().unwrap()).await.unwrap();
+        reply.json()["refresh_token"].as_str().unwrap().to_owned()
+    }
+
     fn verifier(&self, audience: &str) -> BearerVerifier {
         BearerVerifier::new(BearerPolicy::new(self.issuer.clone(), vec![audience.to_owned()]).with_scopes(vec!["mcp".to_owned()])).unwrap()
     }
@@ -303,17 +311,30 @@ async fn signs_in_refreshes_and_verifies(stack: &Stack) {
     assert_eq!(principal, mcp_stateless::Principal::Verified { issuer: stack.issuer.clone(), subject: expected_subject });
     // A token for this server is no token for another (RFC 8707).
     assert_eq!(verify(&stack.verifier("https://other.example.com/mcp"), access).await, Err(Refusal::Invalid));
-    // Refresh rotates; the old token then ends the family, the new one too.
+    // Refresh rotates. Its answer lost, the client retries with the old
+    // token: that works, and drops the successor it never received.
     let first = tokens["refresh_token"].as_str().unwrap();
-    let rotated = stack.refresh(&client_id, first, &[]).await;
-    assert_eq!(rotated.status, 200, "{:?}", rotated.body);
-    let second = rotated.json()["refresh_token"].as_str().unwrap().to_owned();
-    assert_ne!(second, first);
-    verify(&stack.verifier(&stack.resource()), rotated.json()["access_token"].as_str().unwrap()).await.unwrap();
-    let reused = stack.refresh(&client_id, first, &[]).await;
-    assert_eq!((reused.status, error_of(&reused)), (400, "invalid_grant".to_owned()));
-    let after = stack.refresh(&client_id, &second, &[]).await;
-    assert_eq!((after.status, error_of(&after)), (400, "invalid_grant".to_owned()), "reuse revoked the whole family");
+    let refreshed = |token: String| stack.refreshed(&client_id, token);
+    let lost = refreshed(first.to_owned()).await;
+    assert_ne!(lost, first);
+    let second = refreshed(first.to_owned()).await;
+    assert_ne!(second, lost);
+    // Used after its successor, a token ends the family, newer tokens too.
+    let third = refreshed(second.clone()).await;
+    for (token, why) in [(first, "a token whose successor was used"), (&third, "reuse revoked the whole family")] {
+        let refused = stack.refresh(&client_id, token, &[]).await;
+        assert_eq!((refused.status, error_of(&refused)), (400, "invalid_grant".to_owned()), "{why}");
+    }
+    // A successor dropped by a retry is no token either, and its use ends
+    // its family in the same way.
+    let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+    let first = stack.exchange(&client_id, &code, VERIFIER, &[]).await.json()["refresh_token"].as_str().unwrap().to_owned();
+    let dropped = refreshed(first.clone()).await;
+    let kept = refreshed(first).await;
+    for token in [&dropped, &kept] {
+        let refused = stack.refresh(&client_id, token, &[]).await;
+        assert_eq!((refused.status, error_of(&refused)), (400, "invalid_grant".to_owned()));
+    }
 }
 
 #[tokio::test]
@@ -744,10 +765,14 @@ async fn what_one_sign_in_and_one_refresh_cost_in_kms_and_dynamodb() {
         "{sign_in:?}"
     );
     assert_eq!(count(&sign_in.0, "Decrypt"), 0, "its own seals open under the key it holds");
-    // DynamoDB: the consent and the upstream state spent once each, the code kept and taken, the refresh token kept.
-    assert_eq!((count(&sign_in.1, "PutItem"), count(&sign_in.1, "DeleteItem"), sign_in.1.len()), (4, 1, 2), "{sign_in:?}");
+    // DynamoDB: the consent and the upstream state spent once each, the code kept and taken, the refresh token's family started.
+    assert_eq!(
+        (count(&sign_in.1, "PutItem"), count(&sign_in.1, "DeleteItem"), count(&sign_in.1, "TransactWriteItems"), sign_in.1.len()),
+        (3, 1, 1, 3),
+        "{sign_in:?}"
+    );
     assert_eq!(refresh, ["Sign"], "a refresh signs once and seals nothing");
-    assert_eq!(refresh_dynamo, ["UpdateItem", "GetItem", "PutItem"], "the old token used, its family read, the next kept");
+    assert_eq!(refresh_dynamo, ["GetItem", "GetItem", "TransactWriteItems"], "the token and its family read, the next one kept in one write");
 }
 
 #[tokio::test]
@@ -773,4 +798,44 @@ async fn a_registration_too_large_to_carry_is_refused_at_registration() {
     let uris: Vec<String> = (0..10).map(|n| format!("https://app.example.com/{}/{n}", "p".repeat(150))).collect();
     let reply = stack.register(json!({"redirect_uris": uris})).await;
     assert_eq!((reply.status, error_of(&reply)), (400, "invalid_client_metadata".to_owned()), "{:?}", reply.body);
+}
+
+/// A refresh that fails on the server's side (KMS `Sign`, the store's
+/// write, an answer lost after the write landed) spends nothing: the
+/// client's retry with the same token works, and the grant goes on.
+#[tokio::test]
+async fn a_refresh_that_fails_on_the_servers_side_can_be_retried() {
+    use e2e::fault_proxy::{Fault, FaultProxy, Service};
+    let direct = emulator::sdk().await;
+    let proxy = FaultProxy::in_front_of_emulator().await;
+    let sdk = emulator::loader(&emulator::limits()).endpoint_url(&proxy.url).load().await;
+    let stack = start(on_aws(&direct, &sdk).await, no_documents()).await;
+    let client_id = stack.client(&[LOOPBACK_REDIRECT]).await;
+    let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+    let mut token = stack.exchange(&client_id, &code, VERIFIER, &[]).await.json()["refresh_token"].as_str().unwrap().to_owned();
+    for (service, operation, fault) in [
+        (Service::Kms, "Sign", Fault::ServerError),
+        (Service::DynamoDb, "TransactWriteItems", Fault::ServerError),
+        (Service::DynamoDb, "TransactWriteItems", Fault::Reset),
+        (Service::DynamoDb, "GetItem", Fault::Throttling),
+    ] {
+        proxy.set_on(service, operation, fault, 0);
+        let failed = stack.refresh(&client_id, &token, &[]).await;
+        assert_eq!((failed.status, error_of(&failed)), (503, "temporarily_unavailable".to_owned()), "{operation} {fault:?}");
+        assert!(failed.headers.contains_key("retry-after"), "{operation} {fault:?}: {:?}", failed.headers);
+        proxy.clear();
+        let retried = stack.refresh(&client_id, &token, &[]).await;
+        assert_eq!(retried.status, 200, "{operation} {fault:?}: {:?}", retried.body);
+        token = retried.json()["refresh_token"].as_str().unwrap().to_owned();
+    }
+    // The write lands and its answer is lost: whatever this attempt is
+    // told, the client's retry with the same token goes on.
+    proxy.set_on(Service::DynamoDb, "TransactWriteItems", Fault::LoseAnswer, 0);
+    let first_try = stack.refresh(&client_id, &token, &[]).await;
+    proxy.clear();
+    assert!([200, 400, 503].contains(&first_try.status), "{:?}", first_try.body);
+    let retried = stack.refresh(&client_id, &token, &[]).await;
+    assert_eq!(retried.status, 200, "{:?}", retried.body);
+    let next = retried.json()["refresh_token"].as_str().unwrap().to_owned();
+    assert_eq!(stack.refresh(&client_id, &next, &[]).await.status, 200, "the grant goes on");
 }

@@ -3,7 +3,7 @@
 //! fork's own, behind the `contracts` feature as `mcp_stateless::contracts`
 //! are.
 
-use crate::grants::{CodeGrant, GrantStore, RefreshGrant, Rotation, key_of, new_secret};
+use crate::grants::{CodeGrant, GrantStore, Presented, RefreshGrant, Rotated, Usable, key_of, new_secret};
 
 fn code_grant(expires_at: u64) -> CodeGrant {
     CodeGrant {
@@ -29,9 +29,9 @@ fn refresh_grant(family: &str, expires_at: u64) -> RefreshGrant {
 }
 
 /// A `GrantStore`: a code is taken once, however many try; a refresh
-/// token is current once, a second use ends its family, and of
-/// concurrent uses exactly one wins; revocation ends a family for its own
-/// client only.
+/// token rotates, the previous one is usable until its successor is used
+/// and ends its family after; of concurrent rotations exactly one lands;
+/// revocation ends a family for its own client only.
 pub async fn grant_store(grants: &dyn GrantStore) {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_secs();
     // A code: taken once; an expired one never.
@@ -47,32 +47,73 @@ pub async fn grant_store(grants: &dyn GrantStore) {
     let takes = futures::future::join_all((0..8).map(|_| grants.take_code(&raced, now))).await;
     assert_eq!(takes.into_iter().filter(|t| matches!(t, Ok(Some(_)))).count(), 1, "exactly one take wins");
 
-    // Refresh: current once; used again, the family ends, newer tokens too.
+    // Refresh: the current token rotates; the previous one stays usable
+    // until its successor is used (a retry after a lost answer), and then
+    // its use ends the family, newer tokens too.
     let family = new_secret();
-    let (first, second) = (key_of(&new_secret()), key_of(&new_secret()));
-    grants.put_refresh(&first, &refresh_grant(&family, now + 600)).await.unwrap();
-    assert_eq!(grants.use_refresh(&first, now, now + 600).await.unwrap(), Rotation::Current(refresh_grant(&family, now + 600)));
-    grants.put_refresh(&second, &refresh_grant(&family, now + 600)).await.unwrap();
-    assert_eq!(grants.use_refresh(&first, now, now + 600).await.unwrap(), Rotation::Reused);
-    assert_eq!(grants.use_refresh(&second, now, now + 600).await.unwrap(), Rotation::Unknown, "its family is revoked");
-    assert_eq!(grants.use_refresh(&key_of("never issued"), now, now + 600).await.unwrap(), Rotation::Unknown);
-    let expired = key_of(&new_secret());
-    grants.put_refresh(&expired, &refresh_grant(&new_secret(), now + 10)).await.unwrap();
-    assert_eq!(grants.use_refresh(&expired, now + 10, now + 600).await.unwrap(), Rotation::Unknown);
+    let (first, second, retried, third) =
+        (key_of(&new_secret()), key_of(&new_secret()), key_of(&new_secret()), key_of(&new_secret()));
+    let grant = refresh_grant(&family, now + 600);
+    grants.start_family(&first, &grant).await.unwrap();
+    let read = usable(grants.present_refresh(&first, now, now + 600).await.unwrap());
+    assert_eq!(read.grant, grant);
+    assert_eq!(grants.rotate_refresh(&first, &read, &second, &grant).await.unwrap(), Rotated::Done);
+    // The answer carrying `second` was lost: `first` again, and `second` is dropped.
+    let again = usable(grants.present_refresh(&first, now, now + 600).await.unwrap());
+    assert_eq!(grants.rotate_refresh(&first, &again, &retried, &grant).await.unwrap(), Rotated::Done);
+    assert_eq!(grants.present_refresh(&second, now, now + 600).await.unwrap(), Presented::Reused, "a dropped successor");
+    assert_eq!(grants.present_refresh(&retried, now, now + 600).await.unwrap(), Presented::Unknown, "its family is revoked");
 
-    // Concurrent uses of one token: exactly one is current.
+    let family = new_secret();
+    let grant = refresh_grant(&family, now + 600);
+    let (first, second) = (key_of(&new_secret()), key_of(&new_secret()));
+    grants.start_family(&first, &grant).await.unwrap();
+    let read = usable(grants.present_refresh(&first, now, now + 600).await.unwrap());
+    grants.rotate_refresh(&first, &read, &second, &grant).await.unwrap();
+    let read = usable(grants.present_refresh(&second, now, now + 600).await.unwrap());
+    grants.rotate_refresh(&second, &read, &third, &grant).await.unwrap();
+    assert_eq!(grants.present_refresh(&first, now, now + 600).await.unwrap(), Presented::Reused, "its successor was used");
+    assert_eq!(grants.present_refresh(&third, now, now + 600).await.unwrap(), Presented::Unknown, "its family is revoked");
+    assert_eq!(grants.present_refresh(&key_of("never issued"), now, now + 600).await.unwrap(), Presented::Unknown);
+    let expired = key_of(&new_secret());
+    grants.start_family(&expired, &refresh_grant(&new_secret(), now + 10)).await.unwrap();
+    assert_eq!(grants.present_refresh(&expired, now + 10, now + 600).await.unwrap(), Presented::Unknown);
+
+    // Presenting changes nothing: a refresh that fails after it (signing,
+    // the store) leaves the token usable.
+    let kept = key_of(&new_secret());
+    grants.start_family(&kept, &refresh_grant(&new_secret(), now + 600)).await.unwrap();
+    for _ in 0..3 {
+        assert!(matches!(grants.present_refresh(&kept, now, now + 600).await.unwrap(), Presented::Usable(_)));
+    }
+
+    // Concurrent rotations of one token: exactly one lands; the others
+    // change nothing and end no family.
     let contested = key_of(&new_secret());
-    grants.put_refresh(&contested, &refresh_grant(&new_secret(), now + 600)).await.unwrap();
-    let uses = futures::future::join_all((0..8).map(|_| grants.use_refresh(&contested, now, now + 600))).await;
-    let current = uses.iter().filter(|u| matches!(u, Ok(Rotation::Current(_)))).count();
-    assert_eq!(current, 1, "{uses:?}");
+    let grant = refresh_grant(&new_secret(), now + 600);
+    grants.start_family(&contested, &grant).await.unwrap();
+    let read = usable(grants.present_refresh(&contested, now, now + 600).await.unwrap());
+    let successors: Vec<String> = (0..8).map(|_| key_of(&new_secret())).collect();
+    let rotations =
+        futures::future::join_all(successors.iter().map(|successor| grants.rotate_refresh(&contested, &read, successor, &grant))).await;
+    let done: Vec<&String> =
+        successors.iter().zip(&rotations).filter(|(_, r)| matches!(r, Ok(Rotated::Done))).map(|(s, _)| s).collect();
+    assert_eq!(done.len(), 1, "{rotations:?}");
+    assert!(matches!(grants.present_refresh(done[0], now, now + 600).await.unwrap(), Presented::Usable(_)), "the winner is current");
 
     // Revocation ends the family for its own client only.
     let (kept, ended) = (key_of(&new_secret()), key_of(&new_secret()));
-    grants.put_refresh(&kept, &refresh_grant(&new_secret(), now + 600)).await.unwrap();
+    grants.start_family(&kept, &refresh_grant(&new_secret(), now + 600)).await.unwrap();
     grants.revoke_refresh(&kept, "another client", now + 600).await.unwrap();
-    assert!(matches!(grants.use_refresh(&kept, now, now + 600).await.unwrap(), Rotation::Current(_)));
-    grants.put_refresh(&ended, &refresh_grant(&new_secret(), now + 600)).await.unwrap();
+    assert!(matches!(grants.present_refresh(&kept, now, now + 600).await.unwrap(), Presented::Usable(_)));
+    grants.start_family(&ended, &refresh_grant(&new_secret(), now + 600)).await.unwrap();
     grants.revoke_refresh(&ended, "client", now + 600).await.unwrap();
-    assert_eq!(grants.use_refresh(&ended, now, now + 600).await.unwrap(), Rotation::Unknown);
+    assert_eq!(grants.present_refresh(&ended, now, now + 600).await.unwrap(), Presented::Unknown);
+}
+
+fn usable(presented: Presented) -> Usable {
+    match presented {
+        Presented::Usable(usable) => usable,
+        other => panic!("not usable: {other:?}"),
+    }
 }

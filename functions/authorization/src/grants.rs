@@ -1,6 +1,9 @@
 //! What the server remembers between requests: authorization codes (single
 //! use, a minute) and refresh tokens (rotated on every use, a reused one
-//! ending its whole family). Both are kept by the SHA-256 of the secret the
+//! ending its whole family). A family keeps which of its tokens may be
+//! used: the current one, and the one before it until the current one is
+//! used, so a client that lost the answer to a refresh can retry it
+//! (SECURITY.md argues this against RFC 9700, 4.14.2). Both are kept by the SHA-256 of the secret the
 //! client holds, never the secret: the table alone grants nothing.
 //! DynamoDB on AWS ([`crate::aws::DynamoGrants`]), memory locally.
 
@@ -58,16 +61,40 @@ pub struct RefreshGrant {
     pub expires_at: u64,
 }
 
-/// What presenting a refresh token came to.
+/// What presenting a refresh token came to. Reading it changes nothing
+/// unless it is reused: a failure after this (signing, storing the
+/// successor) leaves the token as it was, so the client's retry works.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rotation {
-    /// It was current: it is used now, and this is its grant.
-    Current(RefreshGrant),
-    /// It was used before (or raced another use and lost): its family is
-    /// revoked now.
+pub enum Presented {
+    /// It may be rotated: it is its family's current token, or the one
+    /// before it whose successor was never used (the client lost the
+    /// answer that carried the successor, and retries).
+    Usable(Usable),
+    /// Used before, and its successor too: the family is revoked now.
     Reused,
     /// Unknown, expired, or of a revoked family.
     Unknown,
+}
+
+/// A usable refresh token: its grant, and the family's state the rotation
+/// is conditional on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Usable {
+    /// The grant it carries.
+    pub grant: RefreshGrant,
+    /// The family's current token (its key) when read; `None` for a token
+    /// issued before families kept their state (it is current if unused).
+    pub current: Option<String>,
+}
+
+/// What a rotation came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rotated {
+    /// The successor is stored and is the family's current token now.
+    Done,
+    /// Another use of the family rotated it first (concurrent refreshes):
+    /// nothing was written, the presented token is as it was.
+    Raced,
 }
 
 /// The port the server keeps grants through.
@@ -77,24 +104,52 @@ pub trait GrantStore: Send + Sync {
     /// The grant under `key`, removed as it is read: of two concurrent
     /// takes, one gets it. `None` when unknown, taken or expired.
     fn take_code<'a>(&'a self, key: &'a str, now: u64) -> BoxFuture<'a, Result<Option<CodeGrant>, StoreError>>;
-    /// Keeps a refresh token's grant under `key`.
-    fn put_refresh<'a>(&'a self, key: &'a str, grant: &'a RefreshGrant) -> BoxFuture<'a, Result<(), StoreError>>;
-    /// Marks the token under `key` used: of two concurrent uses, one gets
-    /// [`Rotation::Current`]; any later use revokes the family until
-    /// `revoked_until` (when its newest token would have expired).
-    fn use_refresh<'a>(&'a self, key: &'a str, now: u64, revoked_until: u64) -> BoxFuture<'a, Result<Rotation, StoreError>>;
+    /// Starts a family with its first refresh token, under `key`.
+    fn start_family<'a>(&'a self, key: &'a str, grant: &'a RefreshGrant) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// What the token under `key` is now. A token that is neither its
+    /// family's current one nor the retried previous one revokes the family
+    /// until `revoked_until` (when its newest token would have expired).
+    fn present_refresh<'a>(&'a self, key: &'a str, now: u64, revoked_until: u64) -> BoxFuture<'a, Result<Presented, StoreError>>;
+    /// Makes `successor` (under `successor_key`) the family's current token
+    /// and `presented` the previous one, in one write conditional on the
+    /// family being as `usable` read it: of concurrent rotations, one is
+    /// [`Rotated::Done`]. The same call landing twice (the SDK's retry)
+    /// means the same.
+    fn rotate_refresh<'a>(
+        &'a self,
+        presented: &'a str,
+        usable: &'a Usable,
+        successor_key: &'a str,
+        successor: &'a RefreshGrant,
+    ) -> BoxFuture<'a, Result<Rotated, StoreError>>;
     /// Revokes the family of the token under `key` until `revoked_until`,
     /// if it is `client_id`'s (RFC 7009, 2.1).
     fn revoke_refresh<'a>(&'a self, key: &'a str, client_id: &'a str, revoked_until: u64) -> BoxFuture<'a, Result<(), StoreError>>;
 }
 
+/// Which tokens of a family may be used: the current one, and the
+/// previous one while the current one was never used.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FamilyState {
+    /// The newest token's key; `None` once the family is revoked.
+    pub current: Option<String>,
+    /// The token it replaced.
+    pub previous: Option<String>,
+}
+
+impl FamilyState {
+    /// Whether the token under `key` may be rotated.
+    pub fn admits(&self, key: &str) -> bool {
+        self.current.as_deref() == Some(key) || (self.current.is_some() && self.previous.as_deref() == Some(key))
+    }
+}
+
 #[derive(Default)]
 struct Memory {
     codes: HashMap<String, CodeGrant>,
-    /// Grant, and whether it was used.
-    refresh: HashMap<String, (RefreshGrant, bool)>,
-    /// Revoked families, until when.
-    revoked: HashMap<String, u64>,
+    refresh: HashMap<String, RefreshGrant>,
+    /// Families' states, and until when each counts.
+    families: HashMap<String, (FamilyState, u64)>,
 }
 
 /// For the local server and unit tests: one process only.
@@ -122,37 +177,62 @@ impl GrantStore for InMemoryGrants {
         Box::pin(async move { taken })
     }
 
-    fn put_refresh<'a>(&'a self, key: &'a str, grant: &'a RefreshGrant) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn start_family<'a>(&'a self, key: &'a str, grant: &'a RefreshGrant) -> BoxFuture<'a, Result<(), StoreError>> {
         let done = self.with(|m| {
-            m.refresh.insert(key.to_owned(), (grant.clone(), false));
+            m.refresh.insert(key.to_owned(), grant.clone());
+            let state = FamilyState { current: Some(key.to_owned()), previous: None };
+            m.families.insert(grant.family.clone(), (state, grant.expires_at));
         });
         Box::pin(async move { done })
     }
 
-    fn use_refresh<'a>(&'a self, key: &'a str, now: u64, revoked_until: u64) -> BoxFuture<'a, Result<Rotation, StoreError>> {
-        let rotation = self.with(|m| {
-            let Some((grant, used)) = m.refresh.get_mut(key).filter(|(grant, _)| grant.expires_at > now) else {
-                return Rotation::Unknown;
+    fn present_refresh<'a>(&'a self, key: &'a str, now: u64, revoked_until: u64) -> BoxFuture<'a, Result<Presented, StoreError>> {
+        let presented = self.with(|m| {
+            let Some(grant) = m.refresh.get(key).filter(|grant| grant.expires_at > now).cloned() else {
+                return Presented::Unknown;
             };
-            if m.revoked.get(&grant.family).is_some_and(|until| *until > now) {
-                return Rotation::Unknown;
+            let Some((state, _)) = m.families.get(&grant.family).filter(|(state, until)| *until > now && state.current.is_some())
+            else {
+                return Presented::Unknown;
+            };
+            if state.admits(key) {
+                return Presented::Usable(Usable { current: state.current.clone(), grant });
             }
-            if *used {
-                let family = grant.family.clone();
-                m.revoked.insert(family, revoked_until);
-                return Rotation::Reused;
-            }
-            *used = true;
-            Rotation::Current(grant.clone())
+            m.families.insert(grant.family, (FamilyState::default(), revoked_until));
+            Presented::Reused
         });
-        Box::pin(async move { rotation })
+        Box::pin(async move { presented })
+    }
+
+    fn rotate_refresh<'a>(
+        &'a self,
+        presented: &'a str,
+        usable: &'a Usable,
+        successor_key: &'a str,
+        successor: &'a RefreshGrant,
+    ) -> BoxFuture<'a, Result<Rotated, StoreError>> {
+        let rotated = self.with(|m| {
+            let as_read = match (m.families.get(&usable.grant.family), &usable.current) {
+                (Some((state, _)), Some(current)) => state.current.as_ref() == Some(current),
+                (None, None) => true,
+                _ => false,
+            };
+            if !as_read {
+                return Rotated::Raced;
+            }
+            m.refresh.insert(successor_key.to_owned(), successor.clone());
+            let state = FamilyState { current: Some(successor_key.to_owned()), previous: Some(presented.to_owned()) };
+            m.families.insert(successor.family.clone(), (state, successor.expires_at));
+            Rotated::Done
+        });
+        Box::pin(async move { rotated })
     }
 
     fn revoke_refresh<'a>(&'a self, key: &'a str, client_id: &'a str, revoked_until: u64) -> BoxFuture<'a, Result<(), StoreError>> {
         let done = self.with(|m| {
-            if let Some((grant, _)) = m.refresh.get(key).filter(|(grant, _)| grant.client_id == client_id) {
+            if let Some(grant) = m.refresh.get(key).filter(|grant| grant.client_id == client_id) {
                 let family = grant.family.clone();
-                m.revoked.insert(family, revoked_until);
+                m.families.insert(family, (FamilyState::default(), revoked_until));
             }
         });
         Box::pin(async move { done })

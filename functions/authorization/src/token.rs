@@ -2,7 +2,9 @@
 //! refresh tokens for new ones, and revocation. Every client is public, so
 //! the code is proven by its PKCE verifier and the refresh token by being
 //! the current one of its family: it is rotated on every use, and a token
-//! used twice ends the family (OAuth 2.1, 4.3.1).
+//! used after its successor ends the family (OAuth 2.1, 4.3.1). The one
+//! before the current one stays usable until the current one is used: a
+//! client whose answer was lost retries with it (`grants` says how).
 
 use aws_lc_rs::digest::{SHA256, digest};
 use base64::{
@@ -15,7 +17,7 @@ use mcp_stateless::{random, storage::StoreError};
 use serde_json::json;
 
 use crate::{
-    grants::{RefreshGrant, Rotation, key_of, new_secret},
+    grants::{Presented, RefreshGrant, Rotated, key_of, new_secret},
     responses::{ErrorCode, OAuthError, json_response},
     server::{AuthorizationServer, parameter, parameters},
     signing::{self, AccessClaims},
@@ -26,6 +28,10 @@ const MAX_FORM_BYTES: usize = 16 * 1024;
 
 fn invalid(code: ErrorCode, description: &str) -> OAuthError {
     OAuthError::new(code, description)
+}
+
+fn bad_refresh_token() -> OAuthError {
+    invalid(ErrorCode::InvalidGrant, "the refresh token is invalid, expired, revoked or already used")
 }
 
 fn store_failed(error: StoreError) -> OAuthError {
@@ -87,7 +93,7 @@ impl AuthorizationServer {
         // The access token's scopes, and the grant's (which a refresh
         // token keeps whole, RFC 6749, 6: a narrower request narrows only
         // the access token).
-        let (subject, scope, granted, family) = match parameter(&form, "grant_type") {
+        let (subject, scope, granted, family, presented) = match parameter(&form, "grant_type") {
             Some("authorization_code") => {
                 let code = parameter(&form, "code").ok_or_else(|| invalid(ErrorCode::InvalidRequest, "code is required"))?;
                 let verifier = parameter(&form, "code_verifier")
@@ -112,23 +118,27 @@ impl AuthorizationServer {
                 if resource_asked.is_some_and(|r| r.trim_end_matches('/') != grant.resource.trim_end_matches('/')) {
                     return Err(invalid(ErrorCode::InvalidTarget, "the code was issued for another resource"));
                 }
-                (grant.subject, grant.scope.clone(), grant.scope, URL_SAFE_NO_PAD.encode(random::bytes::<16>()))
+                (grant.subject, grant.scope.clone(), grant.scope, URL_SAFE_NO_PAD.encode(random::bytes::<16>()), None)
             }
             Some("refresh_token") => {
                 let token =
                     parameter(&form, "refresh_token").ok_or_else(|| invalid(ErrorCode::InvalidRequest, "refresh_token is required"))?;
+                let key = key_of(token);
                 let revoked_until = now + lifetimes.refresh_token.as_secs();
-                let bad_token = || invalid(ErrorCode::InvalidGrant, "the refresh token is invalid, expired, revoked or already used");
-                let grant = match self.parts.grants.use_refresh(&key_of(token), now, revoked_until).await.map_err(store_failed)? {
-                    Rotation::Current(grant) => grant,
-                    Rotation::Reused => {
-                        tracing::warn!("a refresh token was used twice: its family is revoked");
-                        return Err(bad_token());
+                // Read, not spent: the token is replaced only by the write
+                // that stores its successor, after the access token is
+                // signed, so no failure on this side ends the grant.
+                let usable = match self.parts.grants.present_refresh(&key, now, revoked_until).await.map_err(store_failed)? {
+                    Presented::Usable(usable) => usable,
+                    Presented::Reused => {
+                        tracing::warn!("a refresh token was used after its successor: its family is revoked");
+                        return Err(bad_refresh_token());
                     }
-                    Rotation::Unknown => return Err(bad_token()),
+                    Presented::Unknown => return Err(bad_refresh_token()),
                 };
+                let grant = &usable.grant;
                 if grant.client_id != client_id {
-                    return Err(bad_token());
+                    return Err(bad_refresh_token());
                 }
                 if resource_asked.is_some_and(|r| r.trim_end_matches('/') != grant.resource.trim_end_matches('/')) {
                     return Err(invalid(ErrorCode::InvalidTarget, "the refresh token was issued for another resource"));
@@ -143,7 +153,7 @@ impl AuthorizationServer {
                         asked.to_owned()
                     }
                 };
-                (grant.subject, scope, grant.scope, grant.family)
+                (grant.subject.clone(), scope, grant.scope.clone(), grant.family.clone(), Some((key, usable)))
             }
             Some(_) => return Err(invalid(ErrorCode::UnsupportedGrantType, "grant_type must be authorization_code or refresh_token")),
             None => return Err(invalid(ErrorCode::InvalidRequest, "grant_type is required")),
@@ -171,7 +181,16 @@ impl AuthorizationServer {
             subject: subject.clone(),
             expires_at: now + lifetimes.refresh_token.as_secs(),
         };
-        self.parts.grants.put_refresh(&key_of(&refresh_token), &refresh).await.map_err(store_failed)?;
+        let successor = key_of(&refresh_token);
+        match presented {
+            None => self.parts.grants.start_family(&successor, &refresh).await.map_err(store_failed)?,
+            Some((key, usable)) => match self.parts.grants.rotate_refresh(&key, &usable, &successor, &refresh).await.map_err(store_failed)? {
+                Rotated::Done => {}
+                // A concurrent refresh of the same family won: this one
+                // changed nothing, and its token is what it was.
+                Rotated::Raced => return Err(bad_refresh_token()),
+            },
+        }
         Ok(json_response(
             StatusCode::OK,
             &json!({
