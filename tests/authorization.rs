@@ -26,7 +26,7 @@ use base64::{
     Engine,
     engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
 };
-use e2e::{Reply, emulator, issuer::SigningKey, openid_provider, send_to};
+use e2e::{Reply, document_host::DocumentHost, emulator, issuer::SigningKey, openid_provider, send_to};
 use mcp_stateless::{
     Mode,
     clock::SystemClock,
@@ -608,62 +608,27 @@ async fn a_token_signed_by_another_key_is_refused() {
     assert_eq!(verify(&stack.verifier(&stack.resource()), &forged).await, Err(Refusal::Invalid));
 }
 
-/// A throwaway CA's roots and an https server for `localhost` on a
-/// loopback port, answering client metadata documents by path:
-/// `/client.json` (good), `/other.json` (names another client id),
-/// `/large.json` (over 5 KB), `/slow.json` (never answers).
-async fn document_server() -> (rustls::RootCertStore, u16) {
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
-    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Constrained(0));
-    ca.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign];
-    let ca = rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().unwrap()).unwrap();
-    let leaf_key = rcgen::KeyPair::generate().unwrap();
-    let leaf = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).unwrap().signed_by(&leaf_key, &ca).unwrap();
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(CertificateDer::from_pem_slice(ca.pem().as_bytes()).unwrap()).unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from_pem_slice(leaf.pem().as_bytes()).unwrap()],
-            PrivateKeyDer::from_pem_slice(leaf_key.serialize_pem().as_bytes()).unwrap(),
-        )
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(stream).await else { return };
-                let service = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| async move {
-                    let own = format!("https://localhost:{port}/client.json");
-                    let document = |id: &str| {
-                        json!({"client_id": id, "client_name": "Metadata App", "redirect_uris": [LOOPBACK_REDIRECT]}).to_string()
-                    };
-                    let body = match request.uri().path() {
-                        "/client.json" => document(&own),
-                        "/other.json" => document(&format!("https://localhost:{port}/client.json")),
-                        "/large.json" => format!("{{\"client_id\":\"x\",\"pad\":\"{}\"}}", "x".repeat(6 * 1024)),
-                        _ => std::future::pending().await,
-                    };
-                    Ok::<_, std::convert::Infallible>(http::Response::new(http_body_util::Full::new(bytes::Bytes::from(body))))
-                });
-                let _ = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(tls), service).await;
-            });
-        }
-    });
-    (roots, port)
+/// A document host serving, at `/client.json`, a document that names
+/// itself, with `extra` members.
+fn metadata_document(host: &DocumentHost, path: &str, extra: Value) -> Value {
+    let mut document = json!({"client_id": host.url(path), "client_name": "Metadata App", "redirect_uris": [LOOPBACK_REDIRECT]});
+    document.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    document
+}
+
+fn trusting(host: &DocumentHost) -> GuardedFetcher {
+    GuardedFetcher::with_roots(host.roots.clone(), vec![host.trusted()])
 }
 
 #[tokio::test]
 async fn a_client_metadata_document_is_fetched_guarded_and_must_name_itself() {
-    let (roots, port) = document_server().await;
-    let trusted = start(in_memory(), GuardedFetcher::with_roots(roots.clone(), vec![format!("localhost:{port}")])).await;
-    let client_id = format!("https://localhost:{port}/client.json");
+    let host = DocumentHost::start().await;
+    host.serve("/client.json", 200, metadata_document(&host, "/client.json", json!({})).to_string());
+    host.serve("/other.json", 200, metadata_document(&host, "/client.json", json!({})).to_string());
+    host.serve("/large.json", 200, format!("{{\"client_id\":\"x\",\"pad\":\"{}\"}}", "x".repeat(6 * 1024)));
+    host.serve("/gone.json", 404, "not here");
+    let trusted = start(in_memory(), trusting(&host)).await;
+    let client_id = host.url("/client.json");
     let page = trusted.get(&trusted.authorize_path(&client_id, LOOPBACK_REDIRECT, &[]), None).await;
     assert_eq!(page.status, 200, "{}", String::from_utf8_lossy(&page.body));
     let html = String::from_utf8(page.body.to_vec()).unwrap();
@@ -671,15 +636,15 @@ async fn a_client_metadata_document_is_fetched_guarded_and_must_name_itself() {
     // The whole flow with the URL as the client id.
     let code = trusted.code(&client_id, LOOPBACK_REDIRECT).await;
     assert_eq!(trusted.exchange(&client_id, &code, VERIFIER, &[]).await.status, 200);
-    for (path, why) in [("/other.json", "another client_id"), ("/large.json", "over 5120 bytes"), ("/slow.json", "could not be fetched")] {
-        let other = format!("https://localhost:{port}{path}");
+    for (path, why) in [("/other.json", "another client_id"), ("/large.json", "over 5120 bytes"), ("/gone.json", "HTTP 404")] {
+        let other = host.url(path);
         // `/other.json`'s document is fetched at its own URL and names `/client.json`.
         let reply = trusted.get(&trusted.authorize_path(&other, LOOPBACK_REDIRECT, &[]), None).await;
         assert_eq!(reply.status, 400, "{path}");
         assert!(String::from_utf8_lossy(&reply.body).contains(why), "{path}: {}", String::from_utf8_lossy(&reply.body));
     }
     // Untrusted, the same host is a loopback address: never fetched.
-    let guarded = start(in_memory(), GuardedFetcher::with_roots(roots, Vec::new())).await;
+    let guarded = start(in_memory(), GuardedFetcher::with_roots(host.roots.clone(), Vec::new())).await;
     let reply = guarded.get(&guarded.authorize_path(&client_id, LOOPBACK_REDIRECT, &[]), None).await;
     assert_eq!(reply.status, 400);
     // The page does not say why (which names resolve inside is the prober's

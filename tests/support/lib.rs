@@ -1,6 +1,7 @@
 //! Shared by the end-to-end tests: start a function's local server on an
 //! ephemeral port and talk to it over real HTTP/1.1, the way a client would.
 
+pub mod document_host;
 pub mod emulator;
 pub mod fault_proxy;
 pub mod fixture_server;

@@ -25,6 +25,7 @@ fn refresh_grant(family: &str, expires_at: u64) -> RefreshGrant {
         scope: "mcp".into(),
         subject: "issuer#alice".into(),
         expires_at,
+        authenticated: false,
     }
 }
 

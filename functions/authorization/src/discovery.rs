@@ -10,6 +10,7 @@
 //! a custom domain with no base path the issuer has no path and every form
 //! does. The document is the same at each.
 
+use mcp_stateless::edge::bearer::ALGORITHMS;
 use serde_json::{Value, json};
 
 use crate::server::{Endpoints, PATHS};
@@ -29,7 +30,10 @@ pub fn metadata(endpoints: &Endpoints, scopes: &[String]) -> Value {
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "code_challenge_methods_supported": ["S256"],
-        "token_endpoint_auth_methods_supported": ["none"],
+        // `none` for every client; `private_key_jwt` for a metadata
+        // document that publishes keys (registered clients are public).
+        "token_endpoint_auth_methods_supported": ["none", "private_key_jwt"],
+        "token_endpoint_auth_signing_alg_values_supported": ALGORITHMS.iter().map(|alg| format!("{alg:?}")).collect::<Vec<_>>(),
         "revocation_endpoint_auth_methods_supported": ["none"],
         "client_id_metadata_document_supported": true,
         "authorization_response_iss_parameter_supported": true,

@@ -17,8 +17,14 @@ use mcp_stateless::{
 };
 
 use crate::{
-    aws::{DynamoGrants, KmsSigner, SealedSecret},
-    clients::{Clients, metadata_document::MetadataDocuments, metadata_fetch::GuardedFetcher},
+    aws::{DynamoDocuments, DynamoGrants, KmsSigner, SealedSecret},
+    clients::{
+        Clients,
+        last_good::{InMemoryCopies, LastGoodCopies},
+        metadata_document::MetadataDocuments,
+        metadata_fetch::GuardedFetcher,
+        pins::Pins,
+    },
     grants::{GrantStore, InMemoryGrants},
     sealing::Seals,
     server::{AuthorizationServer, Parts, Sender},
@@ -39,12 +45,17 @@ pub fn build(
 ) -> Result<AuthorizationServer, String> {
     let audience = aws.audience();
     let sealer = mcp_aws::sealer(aws, sdk, clock.clone(), crate::sealing::MAX_SEALED_BYTES);
-    let (grants, ledger): (Arc<dyn GrantStore>, Arc<dyn RedemptionLedger>) = match (&aws.table_name, sdk) {
+    type Stores = (Arc<dyn GrantStore>, Arc<dyn RedemptionLedger>, Arc<dyn LastGoodCopies>);
+    let (grants, ledger, copies): Stores = match (&aws.table_name, sdk) {
         (Some(table), Some(sdk)) => {
             let client = aws_sdk_dynamodb::Client::new(sdk);
-            (Arc::new(DynamoGrants::new(client.clone(), table)), Arc::new(DynamoStore::new(client, table)))
+            (
+                Arc::new(DynamoGrants::new(client.clone(), table)),
+                Arc::new(DynamoStore::new(client.clone(), table)),
+                Arc::new(DynamoDocuments::new(client, table)),
+            )
         }
-        _ => (Arc::new(InMemoryGrants::default()), Arc::new(InMemoryLedger::default())),
+        _ => (Arc::new(InMemoryGrants::default()), Arc::new(InMemoryLedger::default()), Arc::new(InMemoryCopies::default())),
     };
     let signer: Arc<dyn TokenSigner> = match (&settings.signing_key_id, sdk) {
         (Some(key_id), Some(sdk)) => Arc::new(KmsSigner::new(aws_sdk_kms::Client::new(sdk), key_id)),
@@ -69,7 +80,10 @@ pub fn build(
         }
     };
     let fetcher = GuardedFetcher::new(settings.cimd_trusted_hosts.clone())?;
-    let documents = Arc::new(MetadataDocuments::new(fetcher, clock.clone(), settings.lifetimes.metadata_cache));
+    let documents = MetadataDocuments::new(fetcher, clock.clone(), settings.lifetimes.metadata_cache)
+        .with_last_good(copies)
+        .with_pins(Pins::shipped_except(&settings.unpinned_clients));
+    let documents = Arc::new(documents);
     let seals = Seals::new(sealer, audience);
     let clients = Clients::new(seals.clone(), documents);
     Ok(AuthorizationServer::new(Parts { settings, clients, seals, grants, ledger, signer, upstream, clock }))

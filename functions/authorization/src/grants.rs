@@ -59,6 +59,10 @@ pub struct RefreshGrant {
     pub subject: String,
     /// Epoch seconds.
     pub expires_at: u64,
+    /// Whether the family was started by a client that authenticated
+    /// (`private_key_jwt`): each refresh must then authenticate too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub authenticated: bool,
 }
 
 /// What presenting a refresh token came to. Reading it changes nothing

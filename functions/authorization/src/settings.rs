@@ -27,6 +27,9 @@ pub const MAX_SEALED_SECRET_BYTES: usize = 6144;
 /// metadata documents may be fetched from any address (tests, private
 /// deployments). Empty by default.
 pub const CIMD_TRUSTED_HOSTS: &str = "MCP_OAUTH_CIMD_TRUSTED_HOSTS";
+/// `MCP_OAUTH_UNPINNED_CLIENTS`: client ids whose shipped pinned
+/// documents are not used (`*`: none are). Empty by default.
+pub const UNPINNED_CLIENTS: &str = "MCP_OAUTH_UNPINNED_CLIENTS";
 /// `MCP_OAUTH_SIGNING_KEY_ID`: the KMS key (ECC_NIST_P256, SIGN_VERIFY)
 /// access tokens are signed with. Unset: a key made in this process (local only).
 pub const SIGNING_KEY_ID: &str = "MCP_OAUTH_SIGNING_KEY_ID";
@@ -86,6 +89,8 @@ pub struct OAuthSettings {
     pub upstream: Option<UpstreamSettings>,
     /// `MCP_OAUTH_CIMD_TRUSTED_HOSTS`, lowercased.
     pub cimd_trusted_hosts: Vec<String>,
+    /// `MCP_OAUTH_UNPINNED_CLIENTS`.
+    pub unpinned_clients: Vec<String>,
     /// `MCP_OAUTH_SIGNING_KEY_ID`.
     pub signing_key_id: Option<String>,
     /// `MCP_LOG_LEVEL`, else `info`.
@@ -143,6 +148,7 @@ impl OAuthSettings {
             scopes,
             upstream,
             cimd_trusted_hosts: lower(CIMD_TRUSTED_HOSTS),
+            unpinned_clients: variables.list(UNPINNED_CLIENTS),
             signing_key_id,
             log_level: variables.text("MCP_LOG_LEVEL").unwrap_or_else(|| "info".to_owned()),
             lifetimes: Lifetimes::default(),

@@ -7,19 +7,20 @@
 //! client whose answer was lost retries with it (`grants` says how).
 
 use aws_lc_rs::digest::{SHA256, digest};
-use base64::{
-    Engine,
-    engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
-};
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use headers::{Authorization, HeaderMapExt, authorization::Basic};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
 use mcp_stateless::{random, storage::StoreError};
 use serde_json::json;
 
+use mcp_stateless::sealed::redemption::Redemption;
+
 use crate::{
+    clients::{ClientError, authentication::JWT_BEARER},
     grants::{Presented, RefreshGrant, Rotated, key_of, new_secret},
     responses::{ErrorCode, OAuthError, json_response},
-    server::{AuthorizationServer, parameter, parameters},
+    server::{AuthorizationServer, Endpoints, PATHS, parameter, parameters, sender},
     signing::{self, AccessClaims},
 };
 
@@ -47,15 +48,11 @@ fn form_and_client(request: &Request<Bytes>) -> Result<(Vec<(String, String)>, S
     }
     let body = std::str::from_utf8(request.body()).map_err(|_| invalid(ErrorCode::InvalidRequest, "the body is not a form"))?;
     let form = parameters(body).map_err(|why| OAuthError::new(ErrorCode::InvalidRequest, why))?;
-    let from_basic = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Basic ").or_else(|| value.strip_prefix("basic ")))
-        .and_then(|encoded| STANDARD.decode(encoded.trim()).ok())
-        .and_then(|decoded| String::from_utf8(decoded).ok())
-        .and_then(|pair| pair.split_once(':').and_then(|(id, _)| percent_decoded(id)));
-    let client_id = match (parameter(&form, "client_id"), from_basic) {
+    let from_basic = match request.headers().typed_try_get::<Authorization<Basic>>() {
+        Ok(basic) => basic.map(|basic| form_decoded(basic.username())),
+        Err(_) => None,
+    };
+    let client_id = match (parameter(&form, "client_id"), from_basic.flatten()) {
         (Some(body), Some(basic)) if body != basic => return Err(invalid(ErrorCode::InvalidClient, "two different client ids")),
         (Some(id), _) => id.to_owned(),
         (None, Some(id)) if !id.is_empty() => id,
@@ -65,29 +62,62 @@ fn form_and_client(request: &Request<Bytes>) -> Result<(Vec<(String, String)>, S
 }
 
 /// The client id as HTTP Basic carries it (RFC 6749, 2.3.1: form-encoded,
-/// so `+` is a space and `%XX` a byte); `None` if it does not decode.
-fn percent_decoded(text: &str) -> Option<String> {
-    let mut bytes = Vec::with_capacity(text.len());
-    let mut input = text.bytes();
-    while let Some(byte) = input.next() {
-        match byte {
-            b'+' => bytes.push(b' '),
-            b'%' => {
-                let hex = [input.next()?, input.next()?];
-                bytes.push(u8::from_str_radix(std::str::from_utf8(&hex).ok()?, 16).ok()?);
-            }
-            other => bytes.push(other),
+/// so `+` is a space and `%XX` a byte); `None` if it is not UTF-8.
+fn form_decoded(text: &str) -> Option<String> {
+    percent_encoding::percent_decode_str(&text.replace('+', " ")).decode_utf8().ok().map(|text| text.into_owned())
+}
+
+fn client_failed(error: ClientError) -> OAuthError {
+    match error {
+        ClientError::Unknown(why) => {
+            tracing::info!(%why, "a client's authentication was refused");
+            invalid(ErrorCode::InvalidClient, &why)
+        }
+        ClientError::Unavailable(why) => {
+            tracing::warn!(%why, "a client could not be looked up");
+            invalid(ErrorCode::TemporarilyUnavailable, "the client could not be looked up just now; try again")
         }
     }
-    String::from_utf8(bytes).ok()
 }
 
 impl AuthorizationServer {
+    /// Whether the request carries a client assertion that holds (RFC
+    /// 7521, 4.2; RFC 7523, 3): checked, and its `jti` spent once. No
+    /// assertion is `false`; one that fails is `invalid_client`.
+    async fn authenticate(
+        &self,
+        form: &[(String, String)],
+        client_id: &str,
+        endpoints: &Endpoints,
+        now: u64,
+        sender: &str,
+    ) -> Result<bool, OAuthError> {
+        let assertion = match (parameter(form, "client_assertion_type"), parameter(form, "client_assertion")) {
+            (None, None) => return Ok(false),
+            (Some(JWT_BEARER), Some(assertion)) => assertion,
+            _ => return Err(invalid(ErrorCode::InvalidClient, "client_assertion_type must be jwt-bearer, with a client_assertion")),
+        };
+        let token_endpoint = format!("{}{}", endpoints.issuer, PATHS.token);
+        let audiences = [token_endpoint.as_str(), endpoints.issuer.as_str()];
+        let verified = self.parts.clients.authenticate(client_id, assertion, &audiences, now, sender).await.map_err(client_failed)?;
+        // Spent under the client's id: one client's ids never clash with another's.
+        let spent = key_of(&format!("{client_id}\n{}", verified.jti));
+        match self.parts.ledger.redeem(&spent, verified.expires_at, now).await {
+            Ok(Redemption::First) => Ok(true),
+            Ok(Redemption::Replay) => Err(invalid(ErrorCode::InvalidClient, "the client assertion was used before")),
+            Err(error) => {
+                tracing::error!(%error, "single-use ledger unavailable");
+                Err(invalid(ErrorCode::TemporarilyUnavailable, "try again"))
+            }
+        }
+    }
+
     /// `POST /oauth/token`.
     pub(crate) async fn token(&self, request: &Request<Bytes>) -> Result<Response<Bytes>, OAuthError> {
         let (form, client_id) = form_and_client(request)?;
         let endpoints = self.endpoints(request.headers());
         let now = self.parts.clock.now();
+        let authenticated = self.authenticate(&form, &client_id, &endpoints, now, sender(request)).await?;
         let lifetimes = &self.parts.settings.lifetimes;
         let resource_asked = parameter(&form, "resource");
         // The access token's scopes, and the grant's (which a refresh
@@ -98,6 +128,9 @@ impl AuthorizationServer {
                 let code = parameter(&form, "code").ok_or_else(|| invalid(ErrorCode::InvalidRequest, "code is required"))?;
                 let verifier = parameter(&form, "code_verifier")
                     .ok_or_else(|| invalid(ErrorCode::InvalidRequest, "code_verifier is required (PKCE)"))?;
+                if !authenticated && self.parts.clients.must_authenticate(&client_id, sender(request)).await.map_err(client_failed)? {
+                    return Err(invalid(ErrorCode::InvalidClient, "this client authenticates with private_key_jwt (a client_assertion)"));
+                }
                 // Taken (so spent) before any check: a code tried by the
                 // wrong client or with the wrong verifier is gone for all.
                 let grant = self.parts.grants.take_code(&key_of(code), now).await.map_err(store_failed)?;
@@ -140,6 +173,10 @@ impl AuthorizationServer {
                 if grant.client_id != client_id {
                     return Err(bad_refresh_token());
                 }
+                // A family started with an assertion is never refreshed without one.
+                if grant.authenticated && !authenticated {
+                    return Err(invalid(ErrorCode::InvalidClient, "this client authenticates with private_key_jwt (a client_assertion)"));
+                }
                 if resource_asked.is_some_and(|r| r.trim_end_matches('/') != grant.resource.trim_end_matches('/')) {
                     return Err(invalid(ErrorCode::InvalidTarget, "the refresh token was issued for another resource"));
                 }
@@ -180,6 +217,7 @@ impl AuthorizationServer {
             scope: granted,
             subject: subject.clone(),
             expires_at: now + lifetimes.refresh_token.as_secs(),
+            authenticated,
         };
         let successor = key_of(&refresh_token);
         match presented {
@@ -219,14 +257,13 @@ impl AuthorizationServer {
 
 #[cfg(test)]
 mod tests {
-    use super::percent_decoded;
+    use super::form_decoded;
 
     #[test]
     fn a_basic_client_id_is_form_decoded() {
-        assert_eq!(percent_decoded("https%3A%2F%2Fapp.example%2Fc.json%3Fv%3D2").as_deref(), Some("https://app.example/c.json?v=2"));
-        assert_eq!(percent_decoded("a+b").as_deref(), Some("a b"));
-        assert_eq!(percent_decoded("v1.abc-_").as_deref(), Some("v1.abc-_"));
-        assert_eq!(percent_decoded("%zz"), None);
-        assert_eq!(percent_decoded("%4"), None);
+        assert_eq!(form_decoded("https%3A%2F%2Fapp.example%2Fc.json%3Fv%3D2").as_deref(), Some("https://app.example/c.json?v=2"));
+        assert_eq!(form_decoded("a+b").as_deref(), Some("a b"));
+        assert_eq!(form_decoded("v1.abc-_").as_deref(), Some("v1.abc-_"));
+        assert_eq!(form_decoded("%FF"), None, "not UTF-8");
     }
 }

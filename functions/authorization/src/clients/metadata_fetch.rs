@@ -46,12 +46,26 @@ pub enum FetchError {
     /// Not answered with 200 (redirects are not followed).
     #[error("the client_id URL answered HTTP {0}")]
     Status(u16),
-    /// Over [`MAX_DOCUMENT_BYTES`].
-    #[error("the client metadata document is over {MAX_DOCUMENT_BYTES} bytes")]
-    TooLarge,
+    /// Over the limit of what was fetched.
+    #[error("the client's document is over {0} bytes")]
+    TooLarge(usize),
     /// Over [`FETCH_TIMEOUT`].
     #[error("the client metadata document took over {} s", FETCH_TIMEOUT.as_secs())]
     TooSlow,
+}
+
+impl FetchError {
+    /// Whether the host may answer next time: a challenge page or a
+    /// refusal of the moment (403, 408, 425, 429), a server error, an
+    /// unreachable host or a time-out. A copy of the document may stand
+    /// in; after any other failure the client is not known.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Unreachable(_) | Self::TooSlow => true,
+            Self::Status(status) => matches!(status, 403 | 408 | 425 | 429 | 500..=599),
+            Self::NotPublic | Self::TooLarge(_) => false,
+        }
+    }
 }
 
 /// A fetched document, and how long its server says it may be kept.
@@ -96,10 +110,16 @@ impl GuardedFetcher {
 
     /// `url`'s document. `url` is an https URL with a host (checked by the caller).
     pub async fn get(&self, url: &Url) -> Result<Fetched, FetchError> {
-        tokio::time::timeout(FETCH_TIMEOUT, self.fetch(url)).await.unwrap_or(Err(FetchError::TooSlow))
+        self.get_within(url, MAX_DOCUMENT_BYTES).await
     }
 
-    async fn fetch(&self, url: &Url) -> Result<Fetched, FetchError> {
+    /// `url`'s body, of `max_bytes` at most (a client's key set is larger
+    /// than its document).
+    pub async fn get_within(&self, url: &Url, max_bytes: usize) -> Result<Fetched, FetchError> {
+        tokio::time::timeout(FETCH_TIMEOUT, self.fetch(url, max_bytes)).await.unwrap_or(Err(FetchError::TooSlow))
+    }
+
+    async fn fetch(&self, url: &Url, max_bytes: usize) -> Result<Fetched, FetchError> {
         let unreachable = |why: &dyn std::fmt::Display| FetchError::Unreachable(why.to_string());
         let host = url.host_str().ok_or_else(|| unreachable(&"no host"))?.to_owned();
         let port = url.port_or_known_default().unwrap_or(443);
@@ -136,10 +156,10 @@ impl GuardedFetcher {
         }
         let max_age = max_age(response.headers());
         let declared = response.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-        if declared.is_some_and(|length| length > MAX_DOCUMENT_BYTES) {
-            return Err(FetchError::TooLarge);
+        if declared.is_some_and(|length| length > max_bytes) {
+            return Err(FetchError::TooLarge(max_bytes));
         }
-        let body = Limited::new(response.into_body(), MAX_DOCUMENT_BYTES).collect().await.map_err(|_| FetchError::TooLarge)?.to_bytes();
+        let body = Limited::new(response.into_body(), max_bytes).collect().await.map_err(|_| FetchError::TooLarge(max_bytes))?.to_bytes();
         Ok(Fetched { body, max_age })
     }
 }

@@ -4,15 +4,21 @@
 //! - anything else: an id this server made at registration (RFC 7591),
 //!   which is the registration itself, sealed ([`registration`]).
 
+pub mod authentication;
+pub mod last_good;
 pub mod metadata_document;
 pub mod metadata_fetch;
+pub mod pins;
 pub mod redirect;
 pub mod registration;
 
 use std::sync::Arc;
 
+use mcp_stateless::edge::bearer::key_set::Lookup;
 use serde::{Deserialize, Serialize};
 
+pub use self::authentication::{Authentication, Verified};
+use self::authentication::AssertionError;
 use self::{
     metadata_document::MetadataDocuments,
     redirect::{Destination, RedirectUri},
@@ -34,6 +40,8 @@ pub struct Client {
     pub verified_host: Option<String>,
     /// Where it may be answered.
     pub redirect_uris: Vec<RedirectUri>,
+    /// How it proves itself at the token endpoint.
+    pub authentication: Authentication,
 }
 
 impl Client {
@@ -57,8 +65,9 @@ pub enum ClientError {
     /// developer).
     #[error("{0}")]
     Unknown(String),
-    /// The server could not tell (keys unavailable, or too many
-    /// documents fetched this minute).
+    /// The server could not tell just now (keys unavailable, its document
+    /// could not be fetched and no copy stands in, or too many documents
+    /// fetched this minute): `503` with `Retry-After`.
     #[error("{0}")]
     Unavailable(String),
 }
@@ -98,13 +107,56 @@ impl Clients {
             SealingError::Unavailable(why) => ClientError::Unavailable(why),
         })?;
         let redirect_uris = redirect::parse_all(&opened.value.redirect_uris).map_err(ClientError::Unknown)?;
-        Ok(Client { id: client_id.to_owned(), name: opened.value.name, verified_host: None, redirect_uris })
+        Ok(Client {
+            id: client_id.to_owned(),
+            name: opened.value.name,
+            verified_host: None,
+            redirect_uris,
+            authentication: Authentication::None,
+        })
+    }
+
+    /// Checks `assertion`, an RFC 7523 client assertion of `client_id`,
+    /// for a server known as any of `audiences`: what is left is to spend
+    /// its `jti` once.
+    pub async fn authenticate(
+        &self,
+        client_id: &str,
+        assertion: &str,
+        audiences: &[&str],
+        now: u64,
+        sender: &str,
+    ) -> Result<Verified, ClientError> {
+        let client = self.find(client_id, sender).await?;
+        let Authentication::PrivateKeyJwt { keys, .. } = &client.authentication else {
+            return Err(ClientError::Unknown("this client publishes no keys to authenticate with".into()));
+        };
+        let (kid, alg) = authentication::header(assertion).map_err(refused)?;
+        let mut set = self.documents.key_set(keys, sender, false).await?;
+        // A key id the kept set lacks: the client may have rotated its keys.
+        if matches!(set.lookup(kid.as_deref(), alg), Lookup::Absent) {
+            set = self.documents.key_set(keys, sender, true).await?;
+        }
+        authentication::verify(assertion, client_id, &set, audiences, now).map_err(refused)
+    }
+
+    /// Whether `client_id` must authenticate at the token endpoint (its
+    /// document publishes keys and offers no `none`).
+    pub async fn must_authenticate(&self, client_id: &str, sender: &str) -> Result<bool, ClientError> {
+        if !client_id.starts_with("https://") {
+            return Ok(false);
+        }
+        Ok(self.find(client_id, sender).await?.authentication.required())
     }
 
     /// The seals registration makes ids with.
     pub(crate) fn seals(&self) -> &Seals {
         &self.seals
     }
+}
+
+fn refused(error: AssertionError) -> ClientError {
+    ClientError::Unknown(error.to_string())
 }
 
 /// A name cut to [`MAX_CLIENT_NAME_CHARS`], control characters dropped.

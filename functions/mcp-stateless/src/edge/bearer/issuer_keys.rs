@@ -243,8 +243,6 @@ impl IssuerKeys {
             issuer: String,
             jwks_uri: String,
         }
-        /// Keys one at a time: one of a kind this build cannot read (a new
-        /// curve, an encryption key) does not cost the others.
         #[derive(Deserialize)]
         struct RawKeySet {
             keys: Vec<serde_json::Value>,
@@ -264,12 +262,7 @@ impl IssuerKeys {
         };
         let set: RawKeySet = self.get_json(&url).await?;
         let published = set.keys.len();
-        let keys: Vec<_> = set
-            .keys
-            .into_iter()
-            .filter_map(|key| serde_json::from_value::<Jwk>(key).ok())
-            .filter_map(|jwk| DecodingKey::from_jwk(&jwk).ok().map(|key| (jwk, key)))
-            .collect();
+        let keys = super::key_set::readable_keys(set.keys);
         if keys.len() < published {
             tracing::warn!(published, read = keys.len(), "skipped keys of the issuer's set that this build cannot read");
         }

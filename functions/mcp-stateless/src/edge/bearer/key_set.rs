@@ -1,7 +1,9 @@
-//! Which key of the issuer's set verifies a token: the one its `kid`
+//! Which key of a published set verifies a token: the one its `kid`
 //! names, held to the key's own constraints (RFC 8725, 3.1). A JWK that
 //! names an `alg` verifies only that algorithm; one published for `"use":
 //! "enc"`, or with `key_ops` that leave out `verify`, verifies nothing.
+//! The bearer verifier reads issuers' sets with it, and the authorization
+//! server its clients' (RFC 7523 client assertions).
 
 use std::str::FromStr;
 
@@ -11,7 +13,8 @@ use jsonwebtoken::{
 };
 
 /// The outcome of looking a token's key up in a set.
-pub(super) enum Lookup {
+pub enum Lookup {
+    /// The key that verifies it.
     Usable(DecodingKey),
     /// The key is published, but not for this algorithm or use.
     Unusable,
@@ -20,15 +23,28 @@ pub(super) enum Lookup {
 }
 
 /// One fetched set: the keys that parsed, and when.
-pub(super) struct KeySet {
+#[derive(Clone)]
+pub struct KeySet {
+    /// Each key as published, and as jsonwebtoken verifies with it.
     pub keys: Vec<(Jwk, DecodingKey)>,
+    /// When it was fetched (epoch seconds).
     pub fetched_at: u64,
+}
+
+/// The keys of a JWKS's `keys` that this build can read, one at a time:
+/// one of a kind it cannot (a new curve, an encryption key) does not cost
+/// the others.
+pub fn readable_keys(keys: Vec<serde_json::Value>) -> Vec<(Jwk, DecodingKey)> {
+    keys.into_iter()
+        .filter_map(|key| serde_json::from_value::<Jwk>(key).ok())
+        .filter_map(|jwk| DecodingKey::from_jwk(&jwk).ok().map(|key| (jwk, key)))
+        .collect()
 }
 
 impl KeySet {
     /// A `kid` may name several keys (RFC 7517, 4.5: a signing and an
     /// encryption key, say): the one that verifies `alg` is taken.
-    pub(super) fn lookup(&self, kid: Option<&str>, alg: Algorithm) -> Lookup {
+    pub fn lookup(&self, kid: Option<&str>, alg: Algorithm) -> Lookup {
         let mut named = self.keys.iter().filter(|(jwk, _)| kid.is_none() || jwk.common.key_id.as_deref() == kid).peekable();
         if named.peek().is_none() {
             return Lookup::Absent;

@@ -22,7 +22,7 @@
 //! keys may come from is [`key_url`]'s rule.
 
 pub mod issuer_keys;
-mod key_set;
+pub mod key_set;
 pub mod key_url;
 
 use std::sync::Arc;
@@ -45,7 +45,7 @@ use crate::{
 
 /// Signature algorithms accepted (asymmetric only: a shared secret would
 /// let anyone holding it mint tokens for any caller).
-const ALGORITHMS: [Algorithm; 5] = [Algorithm::RS256, Algorithm::RS384, Algorithm::RS512, Algorithm::ES256, Algorithm::PS256];
+pub const ALGORITHMS: [Algorithm; 5] = [Algorithm::RS256, Algorithm::RS384, Algorithm::RS512, Algorithm::ES256, Algorithm::PS256];
 /// Clock skew tolerated on `exp`, `nbf` and `iat`.
 pub const LEEWAY_SECONDS: u64 = 60;
 
