@@ -193,6 +193,8 @@ stage_clients() {
 # SIGTERM (Ctrl-C's path) with nothing left answering.
 run_local_sign_in() {
   local log="$STATE_DIR/run-local-sign-in.log" pid url="" origin issuer
+  [ "$(python3 infra/readme_snippets.py --commands README.md sign-in)" = "bash infra/run-local.sh --sign-in" ] ||
+    fail "the README's sign-in command is not the one this checks: bash infra/run-local.sh --sign-in"
   : >"$log"
   MCP_LOCAL_ADDR="127.0.0.1:$(free_port)" bash infra/run-local.sh --sign-in >>"$log" 2>&1 &
   pid=$!
