@@ -109,22 +109,65 @@ npm_ci_pinned() {
   want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     say "installing ${dir#"$ROOT"/} from its package-lock.json" >&2
-    (cd "$dir" && npm ci --silent --no-audit --no-fund) >&2
+    (cd "$dir" && npm ci --silent --no-audit --no-fund) >&2 || return 1
     echo "$want" > "$stamp"
   fi
 }
 
-# wait_for URL [TRIES] [LOG]: until URL answers at all, polled twice a
-# second; if it never does, says so with the end of LOG (what the process
-# said) on the terminal, not only in the file, and fails.
+# wait_for URL [TRIES] [LOG] [PID]: until URL answers at all, polled twice a
+# second, or until process PID (the one that should answer) has exited; if
+# nothing answers, says so with the end of LOG (what the process said) on
+# the terminal, not only in the file, and fails.
 wait_for() {
+  local why="nothing answered at $1"
   for _ in $(seq 1 "${2:-600}"); do
     curl -s -o /dev/null "$1" && return 0
+    if [ -n "${4:-}" ] && ! kill -0 "$4" 2>/dev/null; then
+      why="the process that should answer at $1 exited"
+      break
+    fi
     sleep 0.5
   done
-  echo "$(basename "$0" .sh): nothing answered at $1${3:+; the last lines of $3:}" >&2
+  echo "$(basename "$0" .sh): $why${3:+; the last lines of $3:}" >&2
   [ -n "${3:-}" ] && tail -n 20 "$3" >&2
   return 1
+}
+
+# start_sign_in_stack BIN ADDR NODE OUT [NAME=VALUE...]: what a client signs
+# in to, on loopback, shaped as on AWS: an OpenID provider standing in for
+# Cognito (tests/clients/provider.mjs on NODE; its development sign-in page
+# takes any login and password), the stack's authorization server (NAME=VALUE
+# added to its environment), and the function BIN on ADDR in front of it,
+# passing it the /oauth/ and metadata paths, so a client needs one address,
+# and verifying its tokens. The environment (local.env) is the caller's.
+# Logs go to OUT/provider.log, authorization.log and mcp.log; each process is
+# added to pids and its log to logs. Fails, saying which did not start.
+start_sign_in_stack() {
+  local bin="$1" addr="$2" node_bin="$3" out="$4" as_port provider_port origin
+  shift 4
+  as_port="$(free_port)" provider_port="$(free_port)"
+  origin="http://$addr"
+  "$node_bin" "$ROOT/tests/clients/provider.mjs" "$provider_port" stack-authorization-server provider-test-secret \
+    "$origin/oauth/callback" >"$out/provider.log" 2>&1 &
+  pids+=($!) logs+=("$out/provider.log")
+  wait_for "http://127.0.0.1:$provider_port/.well-known/openid-configuration" 100 "$out/provider.log" "${pids[-1]}" ||
+    { say "the OpenID provider (tests/clients/provider.mjs) did not start" >&2; return 1; }
+  env MCP_OAUTH_LOCAL_ADDR="127.0.0.1:$as_port" \
+    MCP_OAUTH_UPSTREAM_ISSUER="http://127.0.0.1:$provider_port" \
+    MCP_OAUTH_UPSTREAM_CLIENT_ID=stack-authorization-server \
+    MCP_OAUTH_UPSTREAM_CLIENT_SECRET=provider-test-secret \
+    "$@" "$TARGET/debug/authorization" >"$out/authorization.log" 2>&1 &
+  pids+=($!) logs+=("$out/authorization.log")
+  wait_for "http://127.0.0.1:$as_port/.well-known/oauth-authorization-server" 100 "$out/authorization.log" "${pids[-1]}" ||
+    { say "the authorization server ($TARGET/debug/authorization) did not start" >&2; return 1; }
+  MCP_LOCAL_ADDR="$addr" \
+    MCP_LOCAL_AUTHORIZATION_SERVER="http://127.0.0.1:$as_port" \
+    MCP_AUTHORIZATION_SERVERS="$origin" MCP_SCOPES_SUPPORTED=mcp \
+    MCP_JWT_ISSUER="$origin" MCP_JWT_AUDIENCE="$origin/mcp" MCP_JWT_SCOPES=mcp \
+    "$TARGET/debug/$bin" >"$out/mcp.log" 2>&1 &
+  pids+=($!) logs+=("$out/mcp.log")
+  wait_for "$origin/.well-known/oauth-protected-resource/mcp" 100 "$out/mcp.log" "${pids[-1]}" ||
+    { say "the MCP server ($TARGET/debug/$bin) did not start" >&2; return 1; }
 }
 
 # start_inspector_web DIR OUT NAME COMMAND: the MCP Inspector's web UI (the

@@ -48,7 +48,7 @@ bash infra/bootstrap.sh >&2
 # shellcheck disable=SC1091
 set -a && source "$STATE_DIR/local.env" && set +a
 
-mcp_port="$(free_port)" as_port="$(free_port)" provider_port="$(free_port)" cimd_port="$(free_port)"
+mcp_port="$(free_port)" cimd_port="$(free_port)"
 origin="http://127.0.0.1:$mcp_port"
 pids=() web_pids=()
 cleanup() {
@@ -56,26 +56,8 @@ cleanup() {
   for pid in "${web_pids[@]}"; do kill_tree "$pid"; done
 }
 trap cleanup EXIT
-"$node_bin" "$dir/provider.mjs" "$provider_port" stack-authorization-server provider-test-secret "$origin/oauth/callback" \
-  >"$out/provider.log" 2>&1 &
-pids+=($!)
-wait_for "http://127.0.0.1:$provider_port/.well-known/openid-configuration" 100 "$out/provider.log"
-MCP_OAUTH_LOCAL_ADDR="127.0.0.1:$as_port" \
-  MCP_OAUTH_UPSTREAM_ISSUER="http://127.0.0.1:$provider_port" \
-  MCP_OAUTH_UPSTREAM_CLIENT_ID=stack-authorization-server \
-  MCP_OAUTH_UPSTREAM_CLIENT_SECRET=provider-test-secret \
-  MCP_OAUTH_CIMD_TRUSTED_HOSTS="localhost:$cimd_port" \
-  SSL_CERT_FILE="$out/ca.pem" \
-  "$TARGET/debug/authorization" >"$out/authorization.log" 2>&1 &
-pids+=($!)
-wait_for "http://127.0.0.1:$as_port/.well-known/oauth-authorization-server" 100 "$out/authorization.log"
-MCP_LOCAL_ADDR="127.0.0.1:$mcp_port" \
-  MCP_LOCAL_AUTHORIZATION_SERVER="http://127.0.0.1:$as_port" \
-  MCP_AUTHORIZATION_SERVERS="$origin" MCP_SCOPES_SUPPORTED=mcp \
-  MCP_JWT_ISSUER="$origin" MCP_JWT_AUDIENCE="$origin/mcp" MCP_JWT_SCOPES=mcp \
-  "$TARGET/debug/everything" >"$out/mcp.log" 2>&1 &
-pids+=($!)
-wait_for "$origin/.well-known/oauth-protected-resource/mcp" 100 "$out/mcp.log"
+start_sign_in_stack everything "127.0.0.1:$mcp_port" "$node_bin" "$out" \
+  MCP_OAUTH_CIMD_TRUSTED_HOSTS="localhost:$cimd_port" SSL_CERT_FILE="$out/ca.pem"
 
 # The Python SDK, pinned, in an environment of its own (it is not the
 # tools' .venv: its dependencies must not move the tools').

@@ -186,9 +186,42 @@ stage_clients() {
   record inspector "$inspector_passed"
 }
 
+# `bash infra/run-local.sh --sign-in`, as the README gives it: it comes up,
+# the address it prints serves the protected resource's metadata and the
+# authorization server's, the issuer is byte for byte the authorization
+# server the resource names (clients compare them so), and it stops on
+# SIGTERM (Ctrl-C's path) with nothing left answering.
+run_local_sign_in() {
+  local log="$STATE_DIR/run-local-sign-in.log" pid url="" origin issuer
+  [ "$(python3 infra/readme_snippets.py --commands README.md sign-in)" = "bash infra/run-local.sh --sign-in" ] ||
+    fail "the README's sign-in command is not the one this checks: bash infra/run-local.sh --sign-in"
+  : >"$log"
+  MCP_LOCAL_ADDR="127.0.0.1:$(free_port)" bash infra/run-local.sh --sign-in >>"$log" 2>&1 &
+  pid=$!
+  given_up() { kill "$pid" 2>/dev/null || true; tail -n 20 "$log" >&2; fail "run-local.sh --sign-in: $* (log: $log)"; }
+  for _ in $(seq 1 600); do
+    url="$(sed -n 's/^\[run-local\] MCP server: \(http:[^ ]*\/mcp\)$/\1/p' "$log")"
+    [ -n "$url" ] || ! kill -0 "$pid" 2>/dev/null && break
+    sleep 0.5
+  done
+  [ -n "$url" ] || given_up "it printed no MCP address"
+  origin="${url%/mcp}"
+  issuer="$(curl -fsS "$origin/.well-known/oauth-protected-resource/mcp" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["authorization_servers"][0])')" ||
+    given_up "no protected-resource metadata at $origin"
+  curl -fsS "$origin/.well-known/oauth-authorization-server" |
+    python3 -c 'import json, sys; got = json.load(sys.stdin)["issuer"]; sys.exit(got != sys.argv[1] and f"issuer {got!r}, but the resource names {sys.argv[1]!r}")' "$issuer" ||
+    given_up "the authorization server's metadata at $origin does not match (above)"
+  kill "$pid"
+  wait "$pid" || true
+  ! curl -s -o /dev/null "$origin/" || fail "run-local.sh --sign-in left something answering at $origin after SIGTERM"
+  say "run-local.sh --sign-in: up at $url, its issuer $issuer as the resource names it, stopped"
+}
+
 stage_sign_in() {
+  run_local_sign_in
   bash infra/oauth-clients.sh | tee "$STATE_DIR/oauth-clients.txt" || fail "the sign-in checks failed: $(tail -n 1 "$STATE_DIR/oauth-clients.txt")"
-  record sign-in "$(tail -n 1 "$STATE_DIR/oauth-clients.txt" | grep -Eo '[0-9]+ passed' | cut -d' ' -f1)"
+  record sign-in "$(($(tail -n 1 "$STATE_DIR/oauth-clients.txt" | grep -Eo '[0-9]+ passed' | cut -d' ' -f1) + 1))"
 }
 
 stage_conformance() {
