@@ -37,8 +37,6 @@ pub struct EdgePolicy {
     pub transport: Transport,
 }
 
-const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
-
 impl EdgePolicy {
     /// The defaults `mode` chooses (`deployment.rs`).
     pub fn new(mode: Mode) -> Self {
@@ -76,7 +74,7 @@ impl EdgePolicy {
         if !list.is_empty() {
             return list.contains(&name);
         }
-        self.host_rule == HostRule::Loopback && LOOPBACK.contains(&name.as_str())
+        self.host_rule == HostRule::Loopback && crate::loopback::is_loopback_name(&name)
     }
 }
 
@@ -85,15 +83,7 @@ impl EdgePolicy {
 /// makes the whole authority the "host", which no allowlist names.
 fn host_of_authority(authority: &str) -> String {
     let authority = authority.trim().trim_end_matches('/');
-    let (host, rest) = match authority.strip_prefix('[').and_then(|inner| inner.split_once(']')) {
-        Some((address, rest)) => (&authority[..address.len() + 2], rest),
-        None => match authority.rsplit_once(':') {
-            Some((host, _port)) => (host, &authority[host.len()..]),
-            None => (authority, ""),
-        },
-    };
-    let port_ok = rest.is_empty() || rest.strip_prefix(':').is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    if port_ok { host.to_ascii_lowercase() } else { authority.to_ascii_lowercase() }
+    crate::loopback::host_of(authority).unwrap_or(authority).to_ascii_lowercase()
 }
 
 #[cfg(test)]
@@ -108,6 +98,13 @@ mod tests {
         assert!(p.host_allowed("[::1]:8080", None));
         assert!(!p.host_allowed("evil.example.com", None));
         assert!(!p.host_allowed("localhost.evil.example.com:3000", None));
+        // The one loopback rule (`loopback.rs`): all of 127.0.0.0/8, no
+        // look-alike name, not 0.0.0.0.
+        assert!(p.host_allowed("127.0.0.2:3000", None));
+        assert!(p.host_allowed("LOCALHOST:3000", None));
+        assert!(!p.host_allowed("localhost.:3000", None));
+        assert!(!p.host_allowed("0.0.0.0:3000", None));
+        assert!(!p.host_allowed("127.0.0.1.nip.io:3000", None));
         // Only a numeric port may follow the host.
         assert!(!p.host_allowed("[::1]evil.example", None));
         assert!(!p.host_allowed("[::1]:80evil", None));

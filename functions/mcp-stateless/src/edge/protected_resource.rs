@@ -79,8 +79,7 @@ impl ResourceMetadata {
 /// `http` for loopback hosts (the local server), `https` for any other:
 /// how a URL of this server is written from a request's `Host`.
 pub fn scheme_for(host: &str) -> &'static str {
-    let loopback = ["localhost", "127.0.0.1", "[::1]"].iter().any(|h| host == *h || host.starts_with(&format!("{h}:")));
-    if loopback { "http" } else { "https" }
+    if crate::loopback::is_loopback_authority(host) { "http" } else { "https" }
 }
 
 /// `scheme://authority` of a URL.
@@ -116,5 +115,15 @@ mod tests {
         let custom = ResourceMetadata { resource: Some("https://mcp.example.com/mcp".into()), ..metadata.clone() };
         assert_eq!(custom.url("abc.execute-api.example"), "https://mcp.example.com/.well-known/oauth-protected-resource/mcp");
         assert_eq!(body["authorization_servers"][0], "https://issuer.example.com");
+    }
+
+    #[test]
+    fn plain_http_only_for_a_loopback_host() {
+        for host in ["localhost", "localhost:3000", "127.0.0.2:3000", "[::1]:8080", "LOCALHOST"] {
+            assert_eq!(scheme_for(host), "http", "{host}");
+        }
+        for host in ["api.example.com", "localhost.evil.example", "localhost:evil", "localhost.:3000", "0.0.0.0:3000"] {
+            assert_eq!(scheme_for(host), "https", "{host}");
+        }
     }
 }
