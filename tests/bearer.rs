@@ -108,7 +108,7 @@ async fn a_valid_token_names_the_caller_and_anything_else_is_refused_with_a_chal
 
     let missing = whoami(addr, None).await;
     assert_eq!(missing.status, 401);
-    assert_eq!(challenge(&missing), format!("Bearer {metadata}"), "clients find the metadata from the 401");
+    assert_eq!(challenge(&missing), format!("Bearer scope=\"mcp\", {metadata}"), "clients find the metadata and the scopes from the 401");
 
     let now = jsonwebtoken::get_current_timestamp();
     let mut expired = claims(&issuer.url, "user-9", "mcp");
@@ -132,7 +132,7 @@ async fn a_valid_token_names_the_caller_and_anything_else_is_refused_with_a_chal
     ] {
         let reply = whoami(addr, Some(&token)).await;
         assert_eq!(reply.status, 401, "{why}");
-        assert_eq!(challenge(&reply), format!("Bearer error=\"invalid_token\", {metadata}"), "{why}");
+        assert_eq!(challenge(&reply), format!("Bearer error=\"invalid_token\", scope=\"mcp\", {metadata}"), "{why}");
     }
 
     let unscoped = whoami(addr, Some(&key.sign(&claims(&issuer.url, "user-9", "openid")))).await;

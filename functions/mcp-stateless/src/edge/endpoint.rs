@@ -220,7 +220,12 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                         .and_then(|scope| scope.entry.api_domain.clone())
                         .or_else(|| request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned))
                         .unwrap_or_default();
-                    return Reply::Whole(refusal.into_response(&self.resource_metadata.url(&host), &verifier.policy().scopes));
+                    // The scopes a client should ask for (basic/authorization,
+                    // "Scope Selection Strategy"): those a token must hold,
+                    // else those the metadata lists.
+                    let required = &verifier.policy().scopes;
+                    let scopes = if required.is_empty() { &self.resource_metadata.scopes_supported } else { required };
+                    return Reply::Whole(refusal.into_response(&self.resource_metadata.url(&host), scopes));
                 }
             }
         }
