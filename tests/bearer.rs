@@ -144,6 +144,13 @@ async fn a_valid_token_names_the_caller_and_anything_else_is_refused_with_a_chal
     assert_eq!(document.status, 200);
     assert_eq!(document.json()["resource"], format!("http://{addr}/api/mcp"));
     assert_eq!(send(addr, "GET", &[], Vec::new()).await.status, 401);
+    // Typed with a trailing slash, the endpoint is its own resource (RFC
+    // 9728, 3.3), as clients that compare it with the URL typed need.
+    let slashed = send_to(addr, "POST", "/mcp/", &[], Vec::new()).await;
+    assert_eq!(slashed.status, 401);
+    assert!(challenge(&slashed).ends_with("/api/.well-known/oauth-protected-resource/mcp/\""), "{}", challenge(&slashed));
+    let document = send_to(addr, "GET", "/.well-known/oauth-protected-resource/mcp/", &[], Vec::new()).await;
+    assert_eq!(document.json()["resource"], format!("http://{addr}/api/mcp/"));
     assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1, "the keys were fetched once for all of these");
 }
 

@@ -6,9 +6,18 @@ pub use crate::deployment::{HostRule, LogFormat, Mode, Transport};
 
 /// The largest request body accepted when `MCP_MAX_BODY_BYTES` is unset.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
-/// The one path MCP is served at; every other path answers 404, the
-/// protected-resource metadata's aside.
+/// The path MCP is served at ([`is_mcp_path`]: also with a trailing
+/// slash); every other path answers 404, the protected-resource
+/// metadata's aside.
 pub const MCP_PATH: &str = "/mcp";
+
+/// Whether `path` is the MCP endpoint: [`MCP_PATH`], or `/mcp/` as a user
+/// may type it. Served alike, since clients keep the URL as typed (Gemini
+/// CLI compares it with the metadata's `resource`), and a 404 there reads
+/// as a server that is down; nothing else under `/mcp/` is.
+pub fn is_mcp_path(path: &str) -> bool {
+    path.strip_prefix(MCP_PATH).is_some_and(|rest| rest.is_empty() || rest == "/")
+}
 /// Header a developer may use to act as a principal. Honoured only by the
 /// local server: in Lambda, identity comes from the authorizer alone.
 pub const DEV_PRINCIPAL_HEADER: &str = "x-mcp-dev-principal";
@@ -115,6 +124,14 @@ mod tests {
         assert!(p.origin_allowed("http://localhost:6274", None));
         assert!(!p.origin_allowed("http://evil.example.com", None));
         assert!(!p.origin_allowed("null", None));
+    }
+
+    #[test]
+    fn the_endpoint_is_mcp_with_or_without_one_trailing_slash() {
+        assert!(is_mcp_path("/mcp") && is_mcp_path("/mcp/"));
+        for path in ["/mcp//", "/mcp/x", "/mcpx", "/MCP", "/", "", "/api/mcp"] {
+            assert!(!is_mcp_path(path), "{path}");
+        }
     }
 
     #[test]
