@@ -108,7 +108,7 @@ async fn a_valid_token_names_the_caller_and_anything_else_is_refused_with_a_chal
 
     let missing = whoami(addr, None).await;
     assert_eq!(missing.status, 401);
-    assert_eq!(challenge(&missing), format!("Bearer {metadata}"), "clients find the metadata from the 401");
+    assert_eq!(challenge(&missing), format!("Bearer scope=\"mcp\", {metadata}"), "clients find the metadata and the scopes from the 401");
 
     let now = jsonwebtoken::get_current_timestamp();
     let mut expired = claims(&issuer.url, "user-9", "mcp");
@@ -132,7 +132,7 @@ async fn a_valid_token_names_the_caller_and_anything_else_is_refused_with_a_chal
     ] {
         let reply = whoami(addr, Some(&token)).await;
         assert_eq!(reply.status, 401, "{why}");
-        assert_eq!(challenge(&reply), format!("Bearer error=\"invalid_token\", {metadata}"), "{why}");
+        assert_eq!(challenge(&reply), format!("Bearer error=\"invalid_token\", scope=\"mcp\", {metadata}"), "{why}");
     }
 
     let unscoped = whoami(addr, Some(&key.sign(&claims(&issuer.url, "user-9", "openid")))).await;
@@ -144,6 +144,13 @@ async fn a_valid_token_names_the_caller_and_anything_else_is_refused_with_a_chal
     assert_eq!(document.status, 200);
     assert_eq!(document.json()["resource"], format!("http://{addr}/api/mcp"));
     assert_eq!(send(addr, "GET", &[], Vec::new()).await.status, 401);
+    // Typed with a trailing slash, the endpoint is its own resource (RFC
+    // 9728, 3.3), as clients that compare it with the URL typed need.
+    let slashed = send_to(addr, "POST", "/mcp/", &[], Vec::new()).await;
+    assert_eq!(slashed.status, 401);
+    assert!(challenge(&slashed).ends_with("/api/.well-known/oauth-protected-resource/mcp/\""), "{}", challenge(&slashed));
+    let document = send_to(addr, "GET", "/.well-known/oauth-protected-resource/mcp/", &[], Vec::new()).await;
+    assert_eq!(document.json()["resource"], format!("http://{addr}/api/mcp/"));
     assert_eq!(issuer.fetches.load(Ordering::SeqCst), 1, "the keys were fetched once for all of these");
 }
 

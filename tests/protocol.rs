@@ -146,6 +146,21 @@ async fn only_post_is_served_and_notifications_get_202() {
     assert!(reply.body.is_empty());
 }
 
+/// `/mcp/`, typed with its slash, is the endpoint too; nothing else under
+/// it is.
+#[tokio::test]
+async fn the_endpoint_typed_with_a_trailing_slash_is_served_and_nothing_below_it() {
+    let addr = server().await;
+    let list = request(3, "tools/list", json!({}), json!({}));
+    let headers = standard_headers(&list);
+    let reply = send_to(addr, "POST", "/mcp/", &headers, serde_json::to_vec(&list).unwrap()).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.message()["id"], 3);
+    for path in ["/mcp//", "/mcp/x", "/mcpx", "/MCP/"] {
+        assert_eq!(send_to(addr, "POST", path, &headers, serde_json::to_vec(&list).unwrap()).await.status, 404, "{path}");
+    }
+}
+
 #[tokio::test]
 async fn foreign_hosts_and_origins_are_forbidden() {
     let addr = server().await;

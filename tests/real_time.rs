@@ -170,6 +170,58 @@ async fn a_stream_closes_gracefully_at_its_bound() {
     assert_eq!(last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 9);
 }
 
+/// Every line logged while it is the subscriber, read back.
+#[derive(Clone, Default)]
+struct Logged(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logged {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logged {
+    type Writer = Logged;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+/// A listen stream that ends at its bound, and one its client leaves,
+/// log no error.
+#[tokio::test]
+async fn a_stream_that_ends_normally_logs_no_error() {
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let logged = Logged::default();
+    // As `logging::init` sets it up, with rmcp's drain error after a
+    // client left dropped (docs/rmcp-workarounds.md, row 18).
+    let subscriber =
+        tracing_subscriber::fmt().with_writer(logged.clone()).with_ansi(false).finish().with(mcp_stateless::logging::ClientLeftDuringDrain);
+    let _default = tracing::subscriber::set_default(subscriber);
+    let policy = {
+        let mut value = quick(true);
+        value.lifetime = Duration::from_secs(1);
+        value
+    };
+    let addr = spawn(everything_with(deps_with(policy, Arc::default()), Transport::Streaming)).await;
+    let mut stream = EventStream::open(addr, &listen(9, json!({"toolsListChanged": true}), json!({})), None).await;
+    let rest = stream.rest().await;
+    assert_eq!(rest.last().map(|(_, last)| last["id"].clone()), Some(json!(9)), "{rest:?}");
+    // A client that leaves: the usual end of a listen stream.
+    let mut left = EventStream::open(addr, &listen(10, json!({"toolsListChanged": true}), json!({})), None).await;
+    assert!(left.next().await.is_some(), "acknowledged");
+    drop(left);
+    // rmcp's service drains after the stream's end.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let text = String::from_utf8_lossy(&logged.0.lock().unwrap()).into_owned();
+    assert!(!text.contains("ERROR"), "{text}");
+}
+
 #[tokio::test]
 async fn a_newer_deployment_notifies_older_streams_and_closes_them() {
     let feed = Arc::new(InMemoryFeed::default());

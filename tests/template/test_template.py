@@ -922,7 +922,8 @@ def test_streaming_refusals_point_at_the_metadata_under_the_stage(streaming):
     assert f"/{REST_STAGE}/.well-known/oauth-protected-resource/mcp" in metadata
     unauthorized = responses["UNAUTHORIZED"]
     assert unauthorized["StatusCode"] == "401" and unauthorized["RestApiId"] == {"Ref": "McpRestApi"}
-    assert www_authenticate(unauthorized) == f'Bearer resource_metadata="{metadata}"'
+    # The scopes to ask for (2025-11-25 basic/authorization: a 401 SHOULD name them).
+    assert www_authenticate(unauthorized) == f'Bearer scope="mcp/invoke", resource_metadata="{metadata}"'
     denied = responses["ACCESS_DENIED"]
     assert denied["StatusCode"] == "403" and denied["RestApiId"] == {"Ref": "McpRestApi"}
     header = www_authenticate(denied)

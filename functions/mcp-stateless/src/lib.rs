@@ -30,7 +30,8 @@
 //!   capability rules, server info;
 //! - [`storage`] and [`quota`], and below them [`clock`], [`deadline`], [`random`],
 //!   [`metrics`], [`deployment`] (where the process runs, how answers
-//!   leave it) and [`logging`]: primitives the others share.
+//!   leave it), [`logging`] and [`loopback`] (which hosts are this
+//!   machine): primitives the others share.
 //!
 //! Each state concern is a port (a small trait) with an in-memory
 //! implementation here; the KMS and DynamoDB adapters live in `mcp-aws`.
@@ -52,6 +53,7 @@ pub mod handles;
 #[cfg(test)]
 mod layering;
 pub mod logging;
+pub mod loopback;
 pub mod metrics;
 pub mod prelude;
 pub mod protocol;

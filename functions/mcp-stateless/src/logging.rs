@@ -4,9 +4,14 @@
 //! `Targets` rather than `EnvFilter`: `target=level` directives are all this
 //! needs, and `EnvFilter`'s regex engine costs artifact size and start-up.
 
+use tracing::{
+    Event, Level, Subscriber,
+    field::{Field, Visit},
+};
 use tracing_subscriber::{
+    Layer,
     filter::{LevelFilter, Targets},
-    layer::SubscriberExt,
+    layer::{Context, SubscriberExt},
     util::SubscriberInitExt,
 };
 
@@ -48,11 +53,63 @@ aws_smithy_http_client=debug,aws_smithy_runtime_api=debug,hyper=debug,hyper_util
 pub fn init(format: LogFormat, requested: &str) {
     let builder = tracing_subscriber::fmt().with_writer(std::io::stderr);
     let _ = match format {
-        LogFormat::Json => {
-            builder.json().flatten_event(true).with_current_span(false).without_time().finish().with(filter(requested)).try_init()
-        }
-        LogFormat::Text => builder.finish().with(filter(requested)).try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .without_time()
+            .finish()
+            .with(filter(requested))
+            .with(ClientLeftDuringDrain)
+            .try_init(),
+        LogFormat::Text => builder.finish().with(filter(requested)).with(ClientLeftDuringDrain).try_init(),
     };
+}
+
+/// Drops one rmcp error that is no error here (docs/rmcp-workarounds.md,
+/// row 18): when a client leaves a streamed answer (a listen stream it
+/// closes, as clients do), rmcp cancels the request's service, the
+/// handler ends and its final result is queued; rmcp's drain then sends
+/// it to the response channel the client took with it and logs `ERROR
+/// failed to send pending response during drain error=channel closed`
+/// (`service.rs`, `serve_inner`). Only that event, with that error, is
+/// dropped: any other from `rmcp::service` passes.
+#[derive(Debug, Clone, Copy, Default)]
+#[allow(clippy::exhaustive_structs, reason = "a unit filter, named where a subscriber is set up; nothing to add")]
+pub struct ClientLeftDuringDrain;
+
+/// The text of the drain error rmcp logs, and the error a closed
+/// response channel gives.
+const DRAIN_MESSAGE: &str = "failed to send pending response during drain";
+const CHANNEL_CLOSED: &str = "channel closed";
+
+impl<S: Subscriber> Layer<S> for ClientLeftDuringDrain {
+    fn event_enabled(&self, event: &Event<'_>, _: Context<'_, S>) -> bool {
+        let metadata = event.metadata();
+        if *metadata.level() != Level::ERROR || metadata.target() != "rmcp::service" {
+            return true;
+        }
+        let mut fields = DrainFields::default();
+        event.record(&mut fields);
+        !(fields.message == DRAIN_MESSAGE && fields.error == CHANNEL_CLOSED)
+    }
+}
+
+/// The two fields of rmcp's drain error, as text.
+#[derive(Default)]
+struct DrainFields {
+    message: String,
+    error: String,
+}
+
+impl Visit for DrainFields {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        match field.name() {
+            "message" => self.message = format!("{value:?}"),
+            "error" => self.error = format!("{value:?}"),
+            _ => {}
+        }
+    }
 }
 
 #[cfg(test)]

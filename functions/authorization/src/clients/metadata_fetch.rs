@@ -192,6 +192,10 @@ pub fn is_public(ip: IpAddr) -> bool {
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
+                // Local-use NAT64 (RFC 8215): the network's own translator,
+                // where the IPv4 address may sit anywhere from /48 to /96,
+                // so none of it is read as public.
+                || (segments[0] == 0x64 && segments[1] == 0xff9b && segments[2] == 1)
                 || (segments[0] & 0xfe00) == 0xfc00 // unique local
                 || (segments[0] & 0xffc0) == 0xfe80 // link-local
                 || (segments[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
@@ -223,35 +227,99 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
 mod tests {
     use super::*;
 
+    /// Each refused range, one address at each edge inside it and the
+    /// address just past each edge that no other range holds (where a
+    /// neighbour is refused too, the two are one row).
     #[test]
     fn only_public_addresses_are_fetched_from() {
-        for private in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "0.0.0.0",
-            "198.18.0.1",
-            "240.0.0.1",
-            "255.255.255.255",
-            "224.0.0.1",
-            "::1",
-            "::",
-            "fd00::1",
-            "fe80::1",
-            "::ffff:127.0.0.1",
-            "::ffff:169.254.169.254",
-            "64:ff9b::a9fe:a9fe",
-            "2002:7f00:1::",
-            "2001:db8::1",
-            "::127.0.0.1",
-        ] {
-            assert!(!is_public(private.parse().unwrap()), "{private}");
+        const V4: &[(&str, &[&str], &[&str])] = &[
+            ("0.0.0.0/8 (this network)", &["0.0.0.0", "0.255.255.255"], &["1.0.0.0"]),
+            ("10.0.0.0/8 (private)", &["10.0.0.0", "10.255.255.255"], &["9.255.255.255", "11.0.0.0"]),
+            ("100.64.0.0/10 (shared, CGNAT)", &["100.64.0.0", "100.127.255.255"], &["100.63.255.255", "100.128.0.0"]),
+            ("127.0.0.0/8 (loopback)", &["127.0.0.0", "127.255.255.255"], &["126.255.255.255", "128.0.0.0"]),
+            (
+                "169.254.0.0/16 (link-local, metadata)",
+                &["169.254.0.0", "169.254.169.254", "169.254.255.255"],
+                &["169.253.255.255", "169.255.0.0"],
+            ),
+            ("172.16.0.0/12 (private)", &["172.16.0.0", "172.31.255.255"], &["172.15.255.255", "172.32.0.0"]),
+            ("192.0.0.0/24 (IETF protocol assignments)", &["192.0.0.0", "192.0.0.255"], &["191.255.255.255", "192.0.1.0"]),
+            ("192.0.2.0/24 (documentation)", &["192.0.2.0", "192.0.2.255"], &["192.0.1.255", "192.0.3.0"]),
+            ("192.168.0.0/16 (private)", &["192.168.0.0", "192.168.255.255"], &["192.167.255.255", "192.169.0.0"]),
+            ("198.18.0.0/15 (benchmarking)", &["198.18.0.0", "198.19.255.255"], &["198.17.255.255", "198.20.0.0"]),
+            ("198.51.100.0/24 (documentation)", &["198.51.100.0", "198.51.100.255"], &["198.51.99.255", "198.51.101.0"]),
+            ("203.0.113.0/24 (documentation)", &["203.0.113.0", "203.0.113.255"], &["203.0.112.255", "203.0.114.0"]),
+            (
+                "224.0.0.0/4 (multicast), 240.0.0.0/4 (reserved, broadcast)",
+                &["224.0.0.0", "239.255.255.255", "240.0.0.0", "255.255.255.255"],
+                &["223.255.255.255"],
+            ),
+        ];
+        const V6: &[(&str, &[&str], &[&str])] = &[
+            ("::/96 (unspecified, loopback, IPv4-compatible)", &["::", "::1", "::127.0.0.1", "::ffff:ffff"], &["::1:0:0"]),
+            (
+                "64:ff9b::/96 (NAT64) over a refused IPv4",
+                &["64:ff9b::a9fe:a9fe", "64:ff9b::7f00:1"],
+                &["64:ff9b::808:808", "64:ff9b:0:0:0:1::"],
+            ),
+            (
+                "64:ff9b:1::/48 (local-use NAT64)",
+                &["64:ff9b:1::", "64:ff9b:1::808:808", "64:ff9b:1:ffff:ffff:ffff:ffff:ffff"],
+                &["64:ff9b:0:ffff:ffff:ffff:ffff:ffff", "64:ff9b:2::"],
+            ),
+            (
+                "2001::/23 (IETF protocol assignments, Teredo)",
+                &["2001::", "2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff"],
+                &["2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2001:200::"],
+            ),
+            (
+                "2001:db8::/32 (documentation)",
+                &["2001:db8::", "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff"],
+                &["2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", "2001:db9::"],
+            ),
+            (
+                "2002::/16 (6to4)",
+                &["2002::", "2002:7f00:1::", "2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff"],
+                &["2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2003::"],
+            ),
+            (
+                "fc00::/7 (unique local)",
+                &["fc00::", "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"],
+                &["fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "fe00::"],
+            ),
+            (
+                "fe80::/10 (link-local), fec0::/10 (site-local), ff00::/8 (multicast)",
+                &[
+                    "fe80::",
+                    "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+                    "fec0::",
+                    "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+                    "ff00::",
+                    "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+                ],
+                &["fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff"],
+            ),
+        ];
+        let judged = |text: &str| is_public(text.parse().unwrap_or_else(|_| panic!("{text} is an address")));
+        for (range, inside, outside) in V4 {
+            for address in *inside {
+                // The same address carried in IPv6 is judged as itself.
+                for form in [address.to_string(), format!("::ffff:{address}"), format!("64:ff9b::{address}")] {
+                    assert!(!judged(&form), "{form} is in {range}");
+                }
+            }
+            for address in *outside {
+                for form in [address.to_string(), format!("::ffff:{address}"), format!("64:ff9b::{address}")] {
+                    assert!(judged(&form), "{form} is outside {range}");
+                }
+            }
         }
-        for public in ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8"] {
-            assert!(is_public(public.parse().unwrap()), "{public}");
+        for (range, inside, outside) in V6 {
+            inside.iter().for_each(|address| assert!(!judged(address), "{address} is in {range}"));
+            outside.iter().for_each(|address| assert!(judged(address), "{address} is outside {range}"));
+        }
+        for public in ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "2a00:1450:4001::200e"] {
+            assert!(judged(public), "{public}");
         }
     }
 

@@ -12,7 +12,8 @@
 //! read something in the browser itself are refused outright, whatever
 //! their case or spelling, since the check is made on the parsed scheme.
 
-use url::{Host, Url};
+use mcp_stateless::loopback::is_loopback_host;
+use url::Url;
 
 /// The most redirect URIs a client may list.
 pub const MAX_REDIRECT_URIS: usize = 10;
@@ -28,8 +29,9 @@ const REFUSED_SCHEMES: [&str; 9] = ["javascript", "data", "vbscript", "file", "b
 pub enum Destination {
     /// An https site.
     Web,
-    /// A program on the user's own machine (`http://localhost`,
-    /// `127.0.0.1` or `[::1]`, any port).
+    /// A program on the user's own machine (`http://localhost`, an address
+    /// in `127.0.0.0/8` or `[::1]`, any port: the workspace's one loopback
+    /// rule, `mcp_stateless::loopback`).
     Loopback,
     /// An app on the user's device, by its own scheme.
     App,
@@ -62,7 +64,7 @@ impl RedirectUri {
         }
         let destination = match url.scheme() {
             "https" if url.host().is_some() => Destination::Web,
-            "http" if is_loopback(&url) => Destination::Loopback,
+            "http" if url.host().is_some_and(|host| is_loopback_host(&host)) => Destination::Loopback,
             "http" | "https" => return Err("an http redirect URI to a host other than loopback: use https".into()),
             scheme if REFUSED_SCHEMES.contains(&scheme) => return Err(format!("a {scheme}: redirect URI")),
             _ => Destination::App,
@@ -131,15 +133,6 @@ fn without_port(text: &str) -> Option<String> {
     Some(format!("http://{host}{tail}"))
 }
 
-fn is_loopback(url: &Url) -> bool {
-    match url.host() {
-        Some(Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
-        Some(Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    }
-}
-
 /// The URIs a client lists, each checked; at least one, at most
 /// [`MAX_REDIRECT_URIS`].
 pub fn parse_all(uris: &[String]) -> Result<Vec<RedirectUri>, String> {
@@ -163,6 +156,8 @@ mod tests {
             ("http://localhost:3334/oauth/callback", Destination::Loopback),
             ("http://127.0.0.1/callback", Destination::Loopback),
             ("http://[::1]:9/cb", Destination::Loopback),
+            ("http://LOCALHOST/cb", Destination::Loopback),
+            ("http://127.0.0.2:8080/cb", Destination::Loopback),
             ("cursor://anysphere.cursor-mcp/oauth/callback", Destination::App),
         ] {
             assert_eq!(RedirectUri::parse(uri).unwrap().destination(), destination, "{uri}");
@@ -170,6 +165,11 @@ mod tests {
         for uri in [
             "http://example.com/cb",
             "http://127.0.0.1.evil.example/cb",
+            // Not loopback by the one rule: names DNS answers, "no address".
+            "http://localhost./cb",
+            "http://app.localhost/cb",
+            "http://0.0.0.0:8080/cb",
+            "http://[::]:8080/cb",
             "JavaScript:alert(1)",
             " javascript:alert(1)",
             "data:text/html,x",

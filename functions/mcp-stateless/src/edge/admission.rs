@@ -11,7 +11,7 @@ use crate::{
     edge::{
         error::EdgeError,
         legacy::Route,
-        policy::{EdgePolicy, MCP_PATH},
+        policy::{EdgePolicy, is_mcp_path},
         protected_resource::ResourceMetadata,
         request_log::RequestLog,
         stream::Delivery,
@@ -72,11 +72,11 @@ impl Admission<'_> {
     ) -> Result<Admitted, (EdgeError, Option<Value>)> {
         let facts = request.extensions().get::<RequestScope>().map(|scope| scope.entry.clone()).unwrap_or_default();
         log.trace_id = request.headers().get("traceparent").and_then(|v| v.to_str().ok()).and_then(trace_id);
-        if request.uri().path() != MCP_PATH {
+        if !is_mcp_path(request.uri().path()) {
             if request.method() == Method::GET && ResourceMetadata::is_published_at(request.uri().path()) {
                 // In Lambda the event's own domain, not a header, names the API.
                 let host = facts.api_domain.as_deref().or_else(|| request.headers().get(header::HOST).and_then(|h| h.to_str().ok()));
-                if let Some(document) = self.metadata.response(host.unwrap_or_default()) {
+                if let Some(document) = self.metadata.response(host.unwrap_or_default(), request.uri().path()) {
                     return Ok(Admitted::Answered(document));
                 }
             }

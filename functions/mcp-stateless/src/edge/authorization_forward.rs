@@ -39,7 +39,7 @@ impl AuthorizationForward {
     pub fn new(url: &str) -> Result<Self, String> {
         let uri: Uri = url.parse().map_err(|_| format!("{LOCAL_AUTHORIZATION_SERVER} is not a URL: {url:?}"))?;
         let authority = uri.authority().cloned().filter(|_| uri.scheme_str() == Some("http"));
-        let loopback = authority.as_ref().is_some_and(|a| ["127.0.0.1", "localhost", "[::1]"].contains(&a.host()));
+        let loopback = authority.as_ref().is_some_and(|a| crate::loopback::is_loopback_name(a.host()));
         match authority {
             Some(authority) if loopback => Ok(Self { authority, client: Client::builder(TokioExecutor::new()).build_http() }),
             _ => Err(format!("{LOCAL_AUTHORIZATION_SERVER} must be http://127.0.0.1:PORT (a local process), not {url:?}")),

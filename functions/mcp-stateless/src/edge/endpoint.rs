@@ -32,7 +32,7 @@ use crate::{
         bearer::BearerVerifier,
         error::{EdgeError, code},
         legacy::{self, LegacySide},
-        policy::{EdgePolicy, MCP_PATH},
+        policy::{EdgePolicy, is_mcp_path},
         protected_resource::ResourceMetadata,
         request_log::RequestLog,
         rewrite::{FinalRewrite, Finished, Messages, SERVER_INFO_META, no_store},
@@ -203,7 +203,7 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         let entry = request.extensions_mut().remove::<EntryFacts>().unwrap_or_default();
         request.extensions_mut().insert(RequestScope::new(entry));
         if let Some(verifier) = &self.bearer
-            && request.uri().path() == MCP_PATH
+            && is_mcp_path(request.uri().path())
         {
             // Boxed: the check's future (key fetches over https included)
             // is large, and every request's future would carry it inline.
@@ -220,7 +220,12 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
                         .and_then(|scope| scope.entry.api_domain.clone())
                         .or_else(|| request.headers().get(header::HOST).and_then(|h| h.to_str().ok()).map(str::to_owned))
                         .unwrap_or_default();
-                    return Reply::Whole(refusal.into_response(&self.resource_metadata.url(&host), &verifier.policy().scopes));
+                    // The scopes a client should ask for (basic/authorization,
+                    // "Scope Selection Strategy"): those a token must hold,
+                    // else those the metadata lists.
+                    let required = &verifier.policy().scopes;
+                    let scopes = if required.is_empty() { &self.resource_metadata.scopes_supported } else { required };
+                    return Reply::Whole(refusal.into_response(&self.resource_metadata.url(&host, request.uri().path()), scopes));
                 }
             }
         }

@@ -6,9 +6,18 @@ pub use crate::deployment::{HostRule, LogFormat, Mode, Transport};
 
 /// The largest request body accepted when `MCP_MAX_BODY_BYTES` is unset.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
-/// The one path MCP is served at; every other path answers 404, the
-/// protected-resource metadata's aside.
+/// The path MCP is served at ([`is_mcp_path`]: also with a trailing
+/// slash); every other path answers 404, the protected-resource
+/// metadata's aside.
 pub const MCP_PATH: &str = "/mcp";
+
+/// Whether `path` is the MCP endpoint: [`MCP_PATH`], or `/mcp/` as a user
+/// may type it. Served alike, since clients keep the URL as typed (Gemini
+/// CLI compares it with the metadata's `resource`), and a 404 there reads
+/// as a server that is down; nothing else under `/mcp/` is.
+pub fn is_mcp_path(path: &str) -> bool {
+    path.strip_prefix(MCP_PATH).is_some_and(|rest| rest.is_empty() || rest == "/")
+}
 /// Header a developer may use to act as a principal. Honoured only by the
 /// local server: in Lambda, identity comes from the authorizer alone.
 pub const DEV_PRINCIPAL_HEADER: &str = "x-mcp-dev-principal";
@@ -36,8 +45,6 @@ pub struct EdgePolicy {
     /// ones cannot serve `subscriptions/listen`.
     pub transport: Transport,
 }
-
-const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 impl EdgePolicy {
     /// The defaults `mode` chooses (`deployment.rs`).
@@ -76,7 +83,7 @@ impl EdgePolicy {
         if !list.is_empty() {
             return list.contains(&name);
         }
-        self.host_rule == HostRule::Loopback && LOOPBACK.contains(&name.as_str())
+        self.host_rule == HostRule::Loopback && crate::loopback::is_loopback_name(&name)
     }
 }
 
@@ -85,15 +92,7 @@ impl EdgePolicy {
 /// makes the whole authority the "host", which no allowlist names.
 fn host_of_authority(authority: &str) -> String {
     let authority = authority.trim().trim_end_matches('/');
-    let (host, rest) = match authority.strip_prefix('[').and_then(|inner| inner.split_once(']')) {
-        Some((address, rest)) => (&authority[..address.len() + 2], rest),
-        None => match authority.rsplit_once(':') {
-            Some((host, _port)) => (host, &authority[host.len()..]),
-            None => (authority, ""),
-        },
-    };
-    let port_ok = rest.is_empty() || rest.strip_prefix(':').is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    if port_ok { host.to_ascii_lowercase() } else { authority.to_ascii_lowercase() }
+    crate::loopback::host_of(authority).unwrap_or(authority).to_ascii_lowercase()
 }
 
 #[cfg(test)]
@@ -108,6 +107,13 @@ mod tests {
         assert!(p.host_allowed("[::1]:8080", None));
         assert!(!p.host_allowed("evil.example.com", None));
         assert!(!p.host_allowed("localhost.evil.example.com:3000", None));
+        // The one loopback rule (`loopback.rs`): all of 127.0.0.0/8, no
+        // look-alike name, not 0.0.0.0.
+        assert!(p.host_allowed("127.0.0.2:3000", None));
+        assert!(p.host_allowed("LOCALHOST:3000", None));
+        assert!(!p.host_allowed("localhost.:3000", None));
+        assert!(!p.host_allowed("0.0.0.0:3000", None));
+        assert!(!p.host_allowed("127.0.0.1.nip.io:3000", None));
         // Only a numeric port may follow the host.
         assert!(!p.host_allowed("[::1]evil.example", None));
         assert!(!p.host_allowed("[::1]:80evil", None));
@@ -118,6 +124,14 @@ mod tests {
         assert!(p.origin_allowed("http://localhost:6274", None));
         assert!(!p.origin_allowed("http://evil.example.com", None));
         assert!(!p.origin_allowed("null", None));
+    }
+
+    #[test]
+    fn the_endpoint_is_mcp_with_or_without_one_trailing_slash() {
+        assert!(is_mcp_path("/mcp") && is_mcp_path("/mcp/"));
+        for path in ["/mcp//", "/mcp/x", "/mcpx", "/MCP", "/", "", "/api/mcp"] {
+            assert!(!is_mcp_path(path), "{path}");
+        }
     }
 
     #[test]

@@ -5,11 +5,12 @@
 //! text: `http://127.0.0.1:1@evil.example/` starts like loopback but names
 //! the host `evil.example`. The keys are then fetched from the parsed URL's
 //! own serialisation, so the host checked is the host dialled, whatever
-//! percent-encoding, backslashes or case the configured text used.
+//! percent-encoding, backslashes or case the configured text used. Which
+//! hosts are loopback is the crate's one rule (`loopback.rs`).
 
-use std::net::IpAddr;
+use url::Url;
 
-use url::{Host, Url};
+use crate::loopback::is_loopback_host;
 
 /// A URL the issuer's OpenID configuration or keys may be fetched from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +30,7 @@ impl KeyUrl {
         url.set_fragment(None);
         match (url.scheme(), url.host()) {
             ("https", Some(_)) => Ok(Self(url)),
-            ("http", Some(host)) if is_loopback(&host) => Ok(Self(url)),
+            ("http", Some(host)) if is_loopback_host(&host) => Ok(Self(url)),
             ("http", Some(host)) => {
                 Err(format!("plain http to {host}: only a loopback host (127.0.0.0/8, [::1], localhost) may be reached without TLS"))
             }
@@ -53,20 +54,6 @@ impl KeyUrl {
     /// The URL to request, as parsed and checked.
     pub fn as_str(&self) -> &str {
         self.0.as_str()
-    }
-}
-
-/// The parser has already decoded percent-escapes, lower-cased the name and
-/// read numeric forms (`127.1`, `0x7f.0.0.1`) as addresses. `localhost`
-/// itself is loopback by RFC 6761 (and `/etc/hosts` on Lambda and here);
-/// any other name (`localhost.`, `localhost.evil.example`) is whatever
-/// DNS says, which this machine does not control.
-fn is_loopback(host: &Host<&str>) -> bool {
-    match host {
-        Host::Domain(name) => *name == "localhost",
-        Host::Ipv4(address) => address.is_loopback(),
-        // `[::ffff:127.0.0.1]` is loopback too.
-        Host::Ipv6(address) => IpAddr::V6(*address).to_canonical().is_loopback(),
     }
 }
 

@@ -223,12 +223,18 @@ fn bearer(headers: &HeaderMap) -> Result<Authorization<Bearer>, Refusal> {
 }
 
 impl Refusal {
-    /// The response, naming where the protected-resource metadata is.
+    /// The response, naming where the protected-resource metadata is and,
+    /// on a 401 or 403, the scopes a token needs here (`scopes`; none
+    /// named when empty).
     pub fn into_response(self, metadata_url: &str, scopes: &[String]) -> http::Response<Bytes> {
+        // 2025-11-25 basic/authorization ("Protected Resource Metadata
+        // Discovery Requirements"): a 401 SHOULD name the scopes to ask
+        // for, which clients prefer over the metadata's list.
+        let scope = scope_parameter(scopes);
         let (status, challenge, message) = match self {
             Refusal::Missing => (
                 StatusCode::UNAUTHORIZED,
-                format!("Bearer resource_metadata=\"{metadata_url}\""),
+                format!("Bearer {scope}resource_metadata=\"{metadata_url}\""),
                 "Unauthorized: a bearer token is required",
             ),
             Refusal::DuplicateAuthorization => (
@@ -238,12 +244,12 @@ impl Refusal {
             ),
             Refusal::Invalid => (
                 StatusCode::UNAUTHORIZED,
-                format!("Bearer error=\"invalid_token\", resource_metadata=\"{metadata_url}\""),
+                format!("Bearer error=\"invalid_token\", {scope}resource_metadata=\"{metadata_url}\""),
                 "Unauthorized: the bearer token is not valid here",
             ),
             Refusal::InsufficientScope => (
                 StatusCode::FORBIDDEN,
-                format!("Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{metadata_url}\"", scopes.join(" ")),
+                format!("Bearer error=\"insufficient_scope\", {scope}resource_metadata=\"{metadata_url}\""),
                 "Forbidden: the bearer token lacks the scope this server needs",
             ),
             Refusal::KeysUnavailable => {
@@ -262,5 +268,47 @@ impl Refusal {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
         }
         response
+    }
+}
+
+/// `scope="a b", ` for a challenge, or nothing when no scope is named.
+/// Only scope-tokens are written (RFC 6749, 3.3: printable ASCII but
+/// space, `"` and `\`; RFC 6750, 3): the value is a quoted string, and a
+/// configured scope holding a quote would end it early and pass the rest
+/// off as parameters of its own.
+fn scope_parameter(scopes: &[String]) -> String {
+    let is_scope_token = |scope: &&String| !scope.is_empty() && scope.bytes().all(|b| matches!(b, 0x21 | 0x23..=0x5b | 0x5d..=0x7e));
+    let tokens: Vec<&str> = scopes.iter().filter(is_scope_token).map(String::as_str).collect();
+    if tokens.is_empty() { String::new() } else { format!("scope=\"{}\", ", tokens.join(" ")) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn challenge(refusal: Refusal, scopes: &[&str]) -> String {
+        let scopes: Vec<String> = scopes.iter().map(|scope| (*scope).to_owned()).collect();
+        let response = refusal.into_response("https://mcp.example.com/.well-known/oauth-protected-resource/mcp", &scopes);
+        response.headers().get(header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned()
+    }
+
+    #[test]
+    fn every_401_and_403_names_the_scopes_quoted() {
+        let metadata = "resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\"";
+        assert_eq!(challenge(Refusal::Missing, &["mcp", "files:read"]), format!("Bearer scope=\"mcp files:read\", {metadata}"));
+        assert_eq!(challenge(Refusal::Invalid, &["mcp"]), format!("Bearer error=\"invalid_token\", scope=\"mcp\", {metadata}"));
+        assert_eq!(
+            challenge(Refusal::InsufficientScope, &["mcp"]),
+            format!("Bearer error=\"insufficient_scope\", scope=\"mcp\", {metadata}")
+        );
+        assert_eq!(challenge(Refusal::DuplicateAuthorization, &["mcp"]), format!("Bearer error=\"invalid_request\", {metadata}"));
+        assert_eq!(challenge(Refusal::Missing, &[]), format!("Bearer {metadata}"), "no scope configured, none named");
+    }
+
+    #[test]
+    fn a_scope_that_would_break_the_quoting_is_left_out() {
+        let header = challenge(Refusal::Missing, &["mcp", "a\"b", "back\\slash", "two words", "", "é"]);
+        assert!(header.starts_with("Bearer scope=\"mcp\", resource_metadata="), "{header}");
+        assert_eq!(challenge(Refusal::Missing, &["\", x=\"y"]), challenge(Refusal::Missing, &[]));
     }
 }
