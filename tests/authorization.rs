@@ -411,7 +411,7 @@ async fn the_metadata_says_what_spec_following_clients_need() {
         assert_eq!(metadata["client_id_metadata_document_supported"], true);
         assert_eq!(metadata["authorization_response_iss_parameter_supported"], true);
         assert_eq!(metadata["registration_endpoint"], format!("{}/oauth/register", stack.issuer));
-        assert_eq!(metadata["scopes_supported"], json!(["mcp"]));
+        assert_eq!(metadata["scopes_supported"], json!(["mcp", "offline_access"]), "offline_access: here only");
     }
     let keys = stack.get("/oauth/jwks", None).await.json();
     assert_eq!((keys["keys"][0]["kty"].as_str(), keys["keys"][0]["alg"].as_str()), (Some("EC"), Some("ES256")));
@@ -535,12 +535,26 @@ async fn the_consent_page_names_the_client_and_cannot_be_framed() {
     assert!(!html.contains("<script") && !html.contains("src="), "nothing runs, nothing loads");
 }
 
+/// The scope a sign-in asking `scope` (as it reaches the query, already
+/// encoded) ends with, and whether it brought a refresh token.
+async fn granted_for(stack: &Stack, client_id: &str, scope: &str) -> (String, bool) {
+    let path = format!("{}&scope={scope}", stack.authorize_path(client_id, LOOPBACK_REDIRECT, &[("scope", "")]));
+    let (cookie, sealed) = stack.consent_page(&path).await;
+    let code = query(&stack.approve(&cookie, &sealed).await)["code"].clone();
+    let tokens = stack.exchange(client_id, &code, VERIFIER, &[]).await.json();
+    (tokens["scope"].as_str().unwrap_or_default().to_owned(), tokens["refresh_token"].is_string())
+}
+
 #[tokio::test]
-async fn a_scope_never_granted_is_refused() {
+async fn scopes_are_taken_as_clients_send_them_and_offline_access_is_understood() {
     let stack = stack().await;
     let client_id = stack.client(&[LOOPBACK_REDIRECT]).await;
-    let reply = stack.get(&stack.authorize_path(&client_id, LOOPBACK_REDIRECT, &[("scope", "admin")]), None).await;
-    assert_eq!(query(&location(&reply))["error"], "invalid_scope");
+    // Claude.ai's `+offline_access` (a leading space), alone or beside
+    // `mcp`; a scope never offered; an empty one: the default scopes, and
+    // `offline_access` never in the token (the MCP function checks `scope`).
+    for scope in ["+offline_access", "offline_access", "mcp++offline_access", "admin", ""] {
+        assert_eq!(granted_for(&stack, &client_id, scope).await, ("mcp".to_owned(), true), "{scope:?}");
+    }
     let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
     let tokens = stack.exchange(&client_id, &code, VERIFIER, &[]).await.json();
     let refresh = tokens["refresh_token"].as_str().unwrap();

@@ -28,6 +28,7 @@ use crate::{
     grants::{CodeGrant, key_of, new_secret},
     pages::{self, Consent},
     responses::{self, ErrorCode},
+    scopes,
     sealing::{Purpose, SealingError},
     server::{AuthorizationServer, Endpoints, PATHS, parameter, parameters, sender},
     upstream::UpstreamError,
@@ -169,7 +170,7 @@ impl AuthorizationServer {
                 return Self::refuse_to_client(&endpoints, &redirect_uri, state, refusal);
             }
         };
-        let scopes: Vec<String> = approved.scope.split(' ').map(str::to_owned).collect();
+        let scopes: Vec<String> = scopes::tokens(&approved.scope).map(str::to_owned).collect();
         let action = format!("{}{}", endpoints.issuer, PATHS.consent);
         let mut page = pages::consent(&Consent {
             client: &client,
@@ -221,18 +222,9 @@ impl AuthorizationServer {
         {
             return Err(refusal(ErrorCode::InvalidTarget, format!("tokens here are for {} only", endpoints.resource)));
         }
-        let offered = &self.parts.settings.scopes;
-        let scope = match parameter(pairs, "scope") {
-            None => offered.join(" "),
-            // Scopes not offered are left out of the grant (RFC 6749, 3.3).
-            Some(asked) => {
-                let granted: Vec<&str> = asked.split(' ').filter(|scope| offered.iter().any(|o| o == scope)).collect();
-                if granted.is_empty() {
-                    return Err(refusal(ErrorCode::InvalidScope, format!("the scopes offered are: {}", offered.join(" "))));
-                }
-                granted.join(" ")
-            }
-        };
+        // What is not offered is left out, and nothing left means the
+        // default scopes, never `invalid_scope` (RFC 6749, 3.3; `scopes`).
+        let scope = scopes::granted(parameter(pairs, "scope"), &self.parts.settings.scopes);
         Ok(Approved {
             client_id: client_id.to_owned(),
             redirect_uri: redirect_uri.to_owned(),

@@ -12,7 +12,7 @@
 //! - [`clients`]: who a client id is (CIMD or registration), redirect URIs;
 //! - [`upstream`]: the OpenID provider; [`signing`]: access tokens;
 //! - [`grants`]: codes and refresh tokens; [`sealing`]: sealed records;
-//! - [`discovery`]: metadata and keys; [`pages`], [`responses`]: what is sent;
+//! - [`scopes`]: what is asked and granted; [`discovery`]: metadata and keys; [`pages`], [`responses`]: what is sent;
 //! - [`aws`]: KMS and DynamoDB; [`entry`]: Lambda and the local server.
 
 #![warn(missing_docs)]
@@ -28,6 +28,7 @@ pub mod grants;
 pub mod lifetimes;
 pub mod pages;
 pub mod responses;
+pub mod scopes;
 pub mod sealing;
 pub mod server;
 pub mod settings;

@@ -128,6 +128,7 @@ impl OAuthSettings {
             scopes if scopes.is_empty() => vec!["mcp".to_owned()],
             scopes => scopes,
         };
+        crate::scopes::check_offered(&scopes)?;
         let signing_key_id = variables.text(SIGNING_KEY_ID);
         // Tokens one instance signs, every instance and the MCP function
         // verify: a key made in the process cannot be shared.
