@@ -29,7 +29,7 @@ use base64::{
 use e2e::{Reply, document_host::DocumentHost, emulator, issuer::SigningKey, openid_provider, send_to};
 use mcp_stateless::{
     Mode,
-    clock::SystemClock,
+    clock::{Clock, ManualClock, SystemClock},
     edge::bearer::{BearerPolicy, BearerVerifier, Refusal},
     sealed::{
         redemption::{InMemoryLedger, RedemptionLedger},
@@ -60,10 +60,12 @@ struct Backends {
     grants: Arc<dyn GrantStore>,
     ledger: Arc<dyn RedemptionLedger>,
     signer: Arc<dyn TokenSigner>,
+    clock: Arc<dyn Clock>,
 }
 
 fn in_memory() -> Backends {
     Backends {
+        clock: Arc::new(SystemClock),
         upstream_secret: None,
         sealer: Arc::new(EnvelopeSealer::new(InProcessKey::generate()).with_max_token_bytes(MAX_SEALED_BYTES)),
         grants: Arc::new(InMemoryGrants::default()),
@@ -91,6 +93,7 @@ async fn on_aws(direct: &aws_config::SdkConfig, through: &aws_config::SdkConfig)
     let (kms, dynamo) = (aws_sdk_kms::Client::new(through), aws_sdk_dynamodb::Client::new(through));
     let keys = mcp_aws::KmsDataKeys::new(kms.clone(), &sealing, AUDIENCE, mcp_aws::KeyWindow::default());
     Backends {
+        clock: Arc::new(SystemClock),
         upstream_secret: None,
         sealer: Arc::new(EnvelopeSealer::new(keys)),
         grants: Arc::new(DynamoGrants::new(dynamo.clone(), &table)),
@@ -116,7 +119,7 @@ async fn start_at(backends: Backends, fetcher: GuardedFetcher, front: Option<Soc
         variables.insert("MCP_OAUTH_UPSTREAM_CLIENT_SECRET", openid_provider::CLIENT_SECRET.to_owned());
     }
     let settings = OAuthSettings::read(Mode::Local, &Variables::new(|name| variables.get(name).cloned())).unwrap();
-    let clock = Arc::new(SystemClock);
+    let clock = backends.clock;
     let seals = Seals::new(backends.sealer, AUDIENCE);
     let documents = Arc::new(MetadataDocuments::new(fetcher, clock.clone(), Duration::from_secs(60)));
     let mut upstream = Upstream::new(settings.upstream.clone().unwrap()).unwrap();
@@ -233,8 +236,14 @@ impl Stack {
     /// returns where the browser is sent back to the client.
     async fn approve(&self, cookie: &str, sealed: &str) -> url::Url {
         let approved = self.post_form("/oauth/consent", Some(cookie), &[("request", sealed), ("decision", "approve")]).await;
-        assert_eq!(approved.status, 303, "{}", String::from_utf8_lossy(&approved.body));
-        let upstream = location(&approved);
+        self.follow_upstream(cookie, &approved).await
+    }
+
+    /// From `sent` (a 303 to the upstream provider), signs in there and
+    /// returns where the browser with `cookie` is sent back to the client.
+    async fn follow_upstream(&self, cookie: &str, sent: &Reply) -> url::Url {
+        assert_eq!(sent.status, 303, "{}", String::from_utf8_lossy(&sent.body));
+        let upstream = location(sent);
         assert!(upstream.as_str().starts_with(&self.provider.issuer), "{upstream}");
         let provider: SocketAddr = upstream.host_str().map(|h| format!("{h}:{}", upstream.port().unwrap())).unwrap().parse().unwrap();
         let signed_in = send_to(provider, "GET", &upstream[url::Position::BeforePath..], &[], Vec::new()).await;
@@ -432,7 +441,7 @@ async fn the_metadata_says_what_spec_following_clients_need() {
         assert_eq!(metadata["client_id_metadata_document_supported"], true);
         assert_eq!(metadata["authorization_response_iss_parameter_supported"], true);
         assert_eq!(metadata["registration_endpoint"], format!("{}/oauth/register", stack.issuer));
-        assert_eq!(metadata["scopes_supported"], json!(["mcp"]));
+        assert_eq!(metadata["scopes_supported"], json!(["mcp", "offline_access"]), "offline_access: here only");
     }
     let keys = stack.get("/oauth/jwks", None).await.json();
     assert_eq!((keys["keys"][0]["kty"].as_str(), keys["keys"][0]["alg"].as_str()), (Some("EC"), Some("ES256")));
@@ -479,7 +488,9 @@ async fn a_redirect_uri_that_differs_gets_a_page_and_never_a_redirect() {
     assert_eq!(stack.get(&stack.authorize_path(&native, "http://127.0.0.1:50999/callback", &[]), None).await.status, 200);
     assert_eq!(stack.get(&stack.authorize_path(&native, "http://127.0.0.1:50999/other", &[]), None).await.status, 400);
     // An id this server did not make is no client.
-    let forged = format!("{}x", &native[..native.len() - 1]);
+    // Its last character changed (to `x`, or `y` where it was `x` already: one id in 64).
+    let last = if native.ends_with('x') { "y" } else { "x" };
+    let forged = format!("{}{last}", &native[..native.len() - 1]);
     assert_eq!(stack.get(&stack.authorize_path(&forged, LOOPBACK_REDIRECT, &[]), None).await.status, 400);
 }
 
@@ -556,12 +567,26 @@ async fn the_consent_page_names_the_client_and_cannot_be_framed() {
     assert!(!html.contains("<script") && !html.contains("src="), "nothing runs, nothing loads");
 }
 
+/// The scope a sign-in asking `scope` (as it reaches the query, already
+/// encoded) ends with, and whether it brought a refresh token.
+async fn granted_for(stack: &Stack, client_id: &str, scope: &str) -> (String, bool) {
+    let path = format!("{}&scope={scope}", stack.authorize_path(client_id, LOOPBACK_REDIRECT, &[("scope", "")]));
+    let (cookie, sealed) = stack.consent_page(&path).await;
+    let code = query(&stack.approve(&cookie, &sealed).await)["code"].clone();
+    let tokens = stack.exchange(client_id, &code, VERIFIER, &[]).await.json();
+    (tokens["scope"].as_str().unwrap_or_default().to_owned(), tokens["refresh_token"].is_string())
+}
+
 #[tokio::test]
-async fn a_scope_never_granted_is_refused() {
+async fn scopes_are_taken_as_clients_send_them_and_offline_access_is_understood() {
     let stack = stack().await;
     let client_id = stack.client(&[LOOPBACK_REDIRECT]).await;
-    let reply = stack.get(&stack.authorize_path(&client_id, LOOPBACK_REDIRECT, &[("scope", "admin")]), None).await;
-    assert_eq!(query(&location(&reply))["error"], "invalid_scope");
+    // Claude.ai's `+offline_access` (a leading space), alone or beside
+    // `mcp`; a scope never offered; an empty one: the default scopes, and
+    // `offline_access` never in the token (the MCP function checks `scope`).
+    for scope in ["+offline_access", "offline_access", "mcp++offline_access", "admin", ""] {
+        assert_eq!(granted_for(&stack, &client_id, scope).await, ("mcp".to_owned(), true), "{scope:?}");
+    }
     let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
     let tokens = stack.exchange(&client_id, &code, VERIFIER, &[]).await.json();
     let refresh = tokens["refresh_token"].as_str().unwrap();
@@ -803,4 +828,125 @@ async fn a_refresh_that_fails_on_the_servers_side_can_be_retried() {
     assert_eq!(retried.status, 200, "{:?}", retried.body);
     let next = retried.json()["refresh_token"].as_str().unwrap().to_owned();
     assert_eq!(stack.refresh(&client_id, &next, &[]).await.status, 200, "the grant goes on");
+}
+
+/// The value `reply` sets cookie `name` to, if it sets it.
+fn cookie_set(reply: &Reply, name: &str) -> Option<String> {
+    reply
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|line| line.to_str().ok()?.split(';').next()?.split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// The remembered approvals' cookie on a loopback issuer (`__Host-` over https).
+const REMEMBERED: &str = "mcp-oauth-consent";
+
+/// A document host serving two clients' documents, `/client.json` and `/second.json`.
+async fn two_documents() -> DocumentHost {
+    let host = DocumentHost::start().await;
+    for path in ["/client.json", "/second.json"] {
+        host.serve(path, 200, metadata_document(&host, path, json!({})).to_string());
+    }
+    host
+}
+
+/// A stack whose client metadata documents are served on loopback
+/// ([`two_documents`]), with `settings`: it and its two clients' ids.
+async fn documents_stack(backends: Backends, settings: &[(&'static str, &str)]) -> (Stack, String, String) {
+    let host = two_documents().await;
+    let stack = start_at(backends, trusting(&host), None, settings).await;
+    (stack, host.url("/client.json"), host.url("/second.json"))
+}
+
+/// Approves `path` in a fresh browser, asking to be remembered: the
+/// browser's binding cookie, and the remembered approvals' if it got one.
+async fn approve_remembering(stack: &Stack, path: &str) -> (String, Option<String>) {
+    let (binding, sealed) = stack.consent_page(path).await;
+    let form = [("request", sealed.as_str()), ("decision", "approve"), ("remember", "yes")];
+    let approved = stack.post_form("/oauth/consent", Some(&binding), &form).await;
+    assert_eq!(approved.status, 303, "{}", String::from_utf8_lossy(&approved.body));
+    (binding, cookie_set(&approved, REMEMBERED).map(|value| format!("{REMEMBERED}={value}")))
+}
+
+#[tokio::test]
+async fn a_remembered_approval_skips_the_page_for_its_browser_client_redirect_and_scope_only() {
+    let (stack, client_id, second) = documents_stack(in_memory(), &[("MCP_SCOPES_SUPPORTED", "mcp,admin")]).await;
+    let narrow = stack.authorize_path(&client_id, LOOPBACK_REDIRECT, &[("scope", "mcp")]);
+    let (binding, remembered) = approve_remembering(&stack, &narrow).await;
+    let browser = format!("{binding}; {}", remembered.expect("an approval of a metadata document's client is remembered"));
+    // Straight to the provider, as an approval goes, and the sign-in ends at the client.
+    let skipped = stack.get(&narrow, Some(&browser)).await;
+    let back = query(&stack.follow_upstream(&browser, &skipped).await);
+    assert_eq!(back.get("state").map(String::as_str), Some("client-state"));
+    let tokens = stack.exchange(&client_id, &back["code"], VERIFIER, &[]).await.json();
+    assert_eq!(tokens["scope"], "mcp");
+    // Anything else the page again: another redirect URI (the loopback
+    // port too), another client, a wider scope.
+    let (other_binding, _) = stack.consent_page(&narrow).await;
+    let moved = format!("{other_binding}; {}", browser.split("; ").nth(1).unwrap());
+    for (path, cookies, what) in [
+        (stack.authorize_path(&client_id, "http://127.0.0.1:50999/callback", &[("scope", "mcp")]), &browser, "another redirect URI"),
+        (stack.authorize_path(&second, LOOPBACK_REDIRECT, &[("scope", "mcp")]), &browser, "another client"),
+        (stack.authorize_path(&client_id, LOOPBACK_REDIRECT, &[]), &browser, "a wider scope (mcp admin)"),
+        (narrow.clone(), &moved, "the remembered cookie in another browser"),
+    ] {
+        let page = stack.get(&path, Some(cookies)).await;
+        assert_eq!(page.status, 200, "{what}: {}", String::from_utf8_lossy(&page.body));
+        assert!(String::from_utf8_lossy(&page.body).contains("Allow access"), "{what}");
+    }
+    // Withdrawn: the forget form, its proof bound to this browser.
+    let form = stack.get("/oauth/consent/forget", Some(&browser)).await;
+    let html = String::from_utf8(form.body.to_vec()).unwrap();
+    assert_eq!(form.headers["x-frame-options"], "DENY");
+    let proof = html.split("name=\"proof\" value=\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
+    let forged = stack.post_form("/oauth/consent/forget", Some(&other_binding), &[("proof", &proof)]).await;
+    assert_eq!((forged.status, cookie_set(&forged, REMEMBERED)), (400, None), "another browser's post forgets nothing");
+    assert_eq!(stack.post_form("/oauth/consent/forget", None, &[("proof", &proof)]).await.status, 400);
+    let forgotten = stack.post_form("/oauth/consent/forget", Some(&browser), &[("proof", &proof)]).await;
+    assert_eq!(forgotten.status, 200);
+    assert_eq!(cookie_set(&forgotten, REMEMBERED).as_deref(), Some(""));
+    assert!(forgotten.headers["set-cookie"].to_str().unwrap().contains("Max-Age=0"));
+    assert_eq!(stack.get(&narrow, Some(&binding)).await.status, 200, "the page again");
+}
+
+#[tokio::test]
+async fn a_trusted_client_skips_the_page_and_a_registered_one_is_never_remembered() {
+    let host = two_documents().await;
+    let client_id = host.url("/client.json");
+    let stack = start_at(in_memory(), trusting(&host), None, &[("MCP_OAUTH_TRUSTED_CLIENT_IDS", &client_id)]).await;
+    // A browser never seen: bound on the way to the provider.
+    let skipped = stack.get(&stack.authorize_path(&client_id, LOOPBACK_REDIRECT, &[]), None).await;
+    let binding = format!("mcp-oauth={}", cookie_set(&skipped, "mcp-oauth").expect("a binding cookie"));
+    let back = query(&stack.follow_upstream(&binding, &skipped).await);
+    assert_eq!(stack.exchange(&client_id, &back["code"], VERIFIER, &[]).await.status, 200);
+    // A registration: no memory asked for is kept, and the page says so.
+    let registered = stack.client(&[LOOPBACK_REDIRECT]).await;
+    let path = stack.authorize_path(&registered, LOOPBACK_REDIRECT, &[]);
+    let (binding, remembered) = approve_remembering(&stack, &path).await;
+    assert_eq!(remembered, None);
+    let page = stack.get(&path, Some(&binding)).await;
+    assert_eq!(page.status, 200);
+    assert!(String::from_utf8_lossy(&page.body).contains("not remembered"));
+}
+
+#[tokio::test]
+async fn a_remembered_approval_ends_after_its_lifetime() {
+    let clock = ManualClock::at(jsonwebtoken::get_current_timestamp());
+    let backends = Backends {
+        clock: Arc::new(clock.clone()),
+        sealer: Arc::new(
+            EnvelopeSealer::new(InProcessKey::generate()).with_max_token_bytes(MAX_SEALED_BYTES).with_clock(Arc::new(clock.clone())),
+        ),
+        ..in_memory()
+    };
+    let (stack, client_id, _) = documents_stack(backends, &[]).await;
+    let path = stack.authorize_path(&client_id, LOOPBACK_REDIRECT, &[]);
+    let (binding, remembered) = approve_remembering(&stack, &path).await;
+    let browser = format!("{binding}; {}", remembered.unwrap());
+    assert_eq!(stack.get(&path, Some(&browser)).await.status, 303, "remembered");
+    clock.advance(authorization::lifetimes::Lifetimes::default().remembered_consent.as_secs() + 1);
+    assert_eq!(stack.get(&path, Some(&browser)).await.status, 200, "ended: the page again");
 }

@@ -282,6 +282,9 @@ def test_the_authorization_server_gets_every_variable_it_reads_and_its_own_grant
     # The issuer the MCP side trusts is the one it says it is.
     assert variables["MCP_OAUTH_ISSUER"] == OAUTH_ISSUER[transport]
     assert "MCP_OAUTH_UPSTREAM_CLIENT_SECRET" not in variables, "no secret in a function's environment"
+    # Clients whose consent page is skipped: none unless the operator names them.
+    assert variables["MCP_OAUTH_TRUSTED_CLIENT_IDS"] == {"Ref": "TrustedClientIds"}
+    assert template["Parameters"]["TrustedClientIds"]["Default"] == ""
     key = template["Resources"]["TokenSigningKey"]["Properties"]
     assert (key["KeySpec"], key["KeyUsage"]) == ("ECC_NIST_P256", "SIGN_VERIFY")
     # Only the authorization server signs; the MCP function and the worker cannot.

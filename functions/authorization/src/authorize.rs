@@ -5,13 +5,17 @@
 //!    (an open redirect otherwise). Then the request itself; its problems
 //!    go back to the client, with `state` and `iss` (RFC 9207). A good
 //!    request gets the consent page, which carries it sealed and bound to
-//!    this browser's cookie.
+//!    this browser's cookie; unless the operator trusts the client
+//!    (`MCP_OAUTH_TRUSTED_CLIENT_IDS`) or this browser remembers approving
+//!    this very request (`remembered_consent`), when it goes on as an
+//!    approval would.
 //! 2. `POST /oauth/consent`: the form opens only with the cookie of the
 //!    browser it was shown in (CSRF), once. Approval sends the browser to
 //!    the upstream provider with a sealed `state`, bound to the same
-//!    cookie. Nothing is forwarded upstream before the user approves: a
-//!    provider that remembers the user cannot be made to sign them in for
-//!    a client they never saw (the spec's "confused deputy").
+//!    cookie. Nothing is forwarded upstream before the user approves (now,
+//!    or earlier in this browser, for this client, redirect URI and
+//!    scope): a provider that remembers the user cannot be made to sign
+//!    them in for a client they never saw (the spec's "confused deputy").
 //! 3. `GET /oauth/callback`: the state opens only in the browser that
 //!    approved, once; the provider's code becomes the user's subject, and
 //!    the client gets a code of this server's, good once for a minute.
@@ -19,26 +23,23 @@
 use aws_lc_rs::digest::{SHA256, digest};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
+use http::{Request, Response, StatusCode};
 use mcp_stateless::{random, sealed::redemption::Redemption};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    clients::{ClientError, redirect::RedirectUri},
+    clients::{ClientError, is_metadata_document_id, redirect::RedirectUri},
+    cookies::{Cookie, Jar, new_binding},
     grants::{CodeGrant, key_of, new_secret},
     pages::{self, Consent},
+    remembered_consent::{Approval, Remembered},
     responses::{self, ErrorCode},
+    scopes,
     sealing::{Purpose, SealingError},
     server::{AuthorizationServer, Endpoints, PATHS, parameter, parameters, sender},
     upstream::UpstreamError,
 };
 
-/// The browser cookie's name when the issuer is https: `__Host-` makes the
-/// browser keep it to this host, over https, for every path.
-const SECURE_COOKIE: &str = "__Host-mcp-oauth";
-/// Its name on a loopback issuer over http (local runs), where browsers
-/// refuse `__Host-` and `Secure` cookies.
-const LOCAL_COOKIE: &str = "mcp-oauth";
 /// The longest `state` taken from a client.
 pub const MAX_STATE_BYTES: usize = 512;
 
@@ -74,23 +75,6 @@ fn refusal(code: ErrorCode, description: impl Into<String>) -> Refusal {
 }
 
 impl AuthorizationServer {
-    fn cookie_name(endpoints: &Endpoints) -> &'static str {
-        if endpoints.issuer.starts_with("https://") { SECURE_COOKIE } else { LOCAL_COOKIE }
-    }
-
-    /// This browser's binding, if it sent one: 32 random bytes, base64url.
-    fn browser(headers: &HeaderMap, name: &str) -> Option<String> {
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|value| value.to_str().ok())
-            .flat_map(|value| value.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .find(|(key, _)| *key == name)
-            .map(|(_, value)| value.to_owned())
-            .filter(|value| value.len() == 43 && value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
-    }
-
     /// The client's redirect with `pairs`, `state` and `iss` (RFC 9207).
     fn answer_client(endpoints: &Endpoints, redirect_uri: &str, state: Option<&str>, pairs: &[(&str, &str)]) -> Response<Bytes> {
         let mut all: Vec<(&str, &str)> = pairs.to_vec();
@@ -155,8 +139,25 @@ impl AuthorizationServer {
             tracing::error!("sign-in is not set up: MCP_OAUTH_UPSTREAM_ISSUER and MCP_OAUTH_UPSTREAM_CLIENT_ID are unset");
             return pages::error(StatusCode::INTERNAL_SERVER_ERROR, "Sign-in is not set up on this server.");
         }
-        let cookie_name = Self::cookie_name(&endpoints);
-        let browser = Self::browser(request.headers(), cookie_name).unwrap_or_else(|| URL_SAFE_NO_PAD.encode(random::bytes::<32>()));
+        let jar = Jar::of(&endpoints);
+        let known = jar.binding(request.headers());
+        let browser = known.clone().unwrap_or_else(new_binding);
+        let remembered = match &known {
+            Some(browser) => self.remembered(request, &jar, browser).await,
+            None => Remembered::default(),
+        };
+        let asked = Approval::of(&approved.client_id, &approved.redirect_uri, &approved.scope);
+        // Only exact ids the operator named (metadata documents, checked
+        // at start), or what this browser approved before, bound to it.
+        let trusted = self.parts.settings.trusted_client_ids.contains(&client.id);
+        if trusted || remembered.covers(&asked, self.parts.clock.now()) {
+            tracing::info!(trusted, "consent skipped");
+            let mut response = self.send_upstream(&endpoints, &approved, &browser).await;
+            if known.is_none() {
+                jar.set(&mut response, Cookie::Binding, &browser, self.parts.settings.lifetimes.sign_in);
+            }
+            return response;
+        }
         let lifetime = self.parts.settings.lifetimes.sign_in;
         let sealed = match self.parts.seals.seal(Purpose::Consent, &browser, &approved, lifetime).await {
             Ok(sealed) => sealed,
@@ -169,8 +170,10 @@ impl AuthorizationServer {
                 return Self::refuse_to_client(&endpoints, &redirect_uri, state, refusal);
             }
         };
-        let scopes: Vec<String> = approved.scope.split(' ').map(str::to_owned).collect();
+        let scopes: Vec<String> = scopes::tokens(&approved.scope).map(str::to_owned).collect();
         let action = format!("{}{}", endpoints.issuer, PATHS.consent);
+        let forget = format!("{}{}", endpoints.issuer, PATHS.forget);
+        let remembers = self.parts.settings.lifetimes.remembered_consent;
         let mut page = pages::consent(&Consent {
             client: &client,
             redirect_shown: registered.shown_as(),
@@ -179,14 +182,14 @@ impl AuthorizationServer {
             resource: &approved.resource,
             sealed_request: &sealed,
             action: &action,
+            remember_days: is_metadata_document_id(&client.id).then_some(remembers.as_secs() / 86_400),
+            forget: &forget,
         });
         // Sent again with every page, so it outlives the sign-in it carries
-        // (the same value: other tabs' sign-ins stay bound to it).
-        let secure = if cookie_name == SECURE_COOKIE { "; Secure" } else { "" };
-        let cookie = format!("{cookie_name}={browser}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}", lifetime.as_secs());
-        if let Ok(value) = HeaderValue::from_str(&cookie) {
-            page.headers_mut().append(header::SET_COOKIE, value);
-        }
+        // (the same value: other tabs' sign-ins stay bound to it), and the
+        // approvals it remembers while they last.
+        let binding_lifetime = if remembered.is_empty() { lifetime } else { remembers };
+        jar.set(&mut page, Cookie::Binding, &browser, binding_lifetime);
         page
     }
 
@@ -221,18 +224,9 @@ impl AuthorizationServer {
         {
             return Err(refusal(ErrorCode::InvalidTarget, format!("tokens here are for {} only", endpoints.resource)));
         }
-        let offered = &self.parts.settings.scopes;
-        let scope = match parameter(pairs, "scope") {
-            None => offered.join(" "),
-            // Scopes not offered are left out of the grant (RFC 6749, 3.3).
-            Some(asked) => {
-                let granted: Vec<&str> = asked.split(' ').filter(|scope| offered.iter().any(|o| o == scope)).collect();
-                if granted.is_empty() {
-                    return Err(refusal(ErrorCode::InvalidScope, format!("the scopes offered are: {}", offered.join(" "))));
-                }
-                granted.join(" ")
-            }
-        };
+        // What is not offered is left out, and nothing left means the
+        // default scopes, never `invalid_scope` (RFC 6749, 3.3; `scopes`).
+        let scope = scopes::granted(parameter(pairs, "scope"), &self.parts.settings.scopes);
         Ok(Approved {
             client_id: client_id.to_owned(),
             redirect_uri: redirect_uri.to_owned(),
@@ -255,7 +249,7 @@ impl AuthorizationServer {
         let headers = request.headers();
         let expired =
             || pages::error(StatusCode::BAD_REQUEST, "This sign-in has expired, was already answered, or was started in another browser.");
-        let browser = Self::browser(headers, Self::cookie_name(endpoints)).ok_or_else(|| {
+        let browser = Jar::of(endpoints).binding(headers).ok_or_else(|| {
             pages::error(
                 StatusCode::BAD_REQUEST,
                 "This browser did not keep the sign-in's cookie: allow cookies for this site and start again.",
@@ -297,6 +291,19 @@ impl AuthorizationServer {
                 refusal(ErrorCode::AccessDenied, "the user denied access"),
             );
         }
+        let mut response = self.send_upstream(&endpoints, &approved, &browser).await;
+        if parameter(&form, "remember") == Some("yes") {
+            let approval = Approval::of(&approved.client_id, &approved.redirect_uri, &approved.scope);
+            self.remember(request, &Jar::of(&endpoints), &browser, approval, &mut response).await;
+        }
+        response
+    }
+
+    /// An approved request on to the upstream provider, its sign-in sealed
+    /// in `state` and bound to `browser` (after the consent page, or in
+    /// its stead when the client is trusted or the approval remembered).
+    async fn send_upstream(&self, endpoints: &Endpoints, approved: &Approved, browser: &str) -> Response<Bytes> {
+        let state = approved.state.as_deref();
         let Some(upstream) = &self.parts.upstream else {
             return pages::error(StatusCode::INTERNAL_SERVER_ERROR, "Sign-in is not set up on this server.");
         };
@@ -306,15 +313,15 @@ impl AuthorizationServer {
         let in_flight = InFlight { request: approved.clone(), verifier, nonce: nonce.clone() };
         let lifetime = self.parts.settings.lifetimes.sign_in;
         let unavailable = || refusal(ErrorCode::TemporarilyUnavailable, "sign-in is unavailable; try again");
-        let Ok(sealed) = self.parts.seals.seal(Purpose::UpstreamState, &browser, &in_flight, lifetime).await else {
-            return Self::refuse_to_client(&endpoints, &approved.redirect_uri, state, unavailable());
+        let Ok(sealed) = self.parts.seals.seal(Purpose::UpstreamState, browser, &in_flight, lifetime).await else {
+            return Self::refuse_to_client(endpoints, &approved.redirect_uri, state, unavailable());
         };
         let callback = format!("{}{}", endpoints.issuer, PATHS.callback);
         match upstream.authorization_url(&callback, &sealed, &challenge, &nonce).await {
             Ok(location) => responses::redirect(&location),
             Err(error) => {
                 tracing::error!(%error, "the upstream provider is unavailable");
-                Self::refuse_to_client(&endpoints, &approved.redirect_uri, state, unavailable())
+                Self::refuse_to_client(endpoints, &approved.redirect_uri, state, unavailable())
             }
         }
     }

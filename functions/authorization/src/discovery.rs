@@ -13,7 +13,10 @@
 use mcp_stateless::edge::bearer::ALGORITHMS;
 use serde_json::{Value, json};
 
-use crate::server::{Endpoints, PATHS};
+use crate::{
+    scopes,
+    server::{Endpoints, PATHS},
+};
 
 /// The metadata document for `endpoints`, offering `scopes`.
 pub fn metadata(endpoints: &Endpoints, scopes: &[String]) -> Value {
@@ -25,7 +28,7 @@ pub fn metadata(endpoints: &Endpoints, scopes: &[String]) -> Value {
         "registration_endpoint": format!("{issuer}{}", PATHS.register),
         "revocation_endpoint": format!("{issuer}{}", PATHS.revoke),
         "jwks_uri": format!("{issuer}{}", PATHS.jwks),
-        "scopes_supported": scopes,
+        "scopes_supported": scopes::advertised(scopes),
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token"],

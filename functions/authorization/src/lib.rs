@@ -12,6 +12,8 @@
 //! - [`clients`]: who a client id is (CIMD or registration), redirect URIs;
 //! - [`upstream`]: the OpenID provider; [`signing`]: access tokens;
 //! - [`grants`]: codes and refresh tokens; [`sealing`]: sealed records;
+//! - [`scopes`]: what is asked and granted; `remembered_consent` and
+//!   `cookies`: approvals a browser remembers, and its cookies;
 //! - [`discovery`]: metadata and keys; [`pages`], [`responses`]: what is sent;
 //! - [`aws`]: KMS and DynamoDB; [`entry`]: Lambda and the local server.
 
@@ -22,12 +24,15 @@ pub mod aws;
 pub mod clients;
 #[cfg(feature = "contracts")]
 pub mod contracts;
+mod cookies;
 pub mod discovery;
 pub mod entry;
 pub mod grants;
 pub mod lifetimes;
 pub mod pages;
+mod remembered_consent;
 pub mod responses;
+pub mod scopes;
 pub mod sealing;
 pub mod server;
 pub mod settings;

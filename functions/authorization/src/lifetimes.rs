@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-/// Lifetimes of codes, tokens, registrations and the pages between.
+/// Lifetimes of codes, tokens, registrations, the pages between and
+/// remembered approvals.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lifetimes {
     /// An authorization code: single use, about a minute (OAuth 2.1, 4.1.2).
@@ -17,6 +18,9 @@ pub struct Lifetimes {
     pub sign_in: Duration,
     /// A client metadata document kept in this instance, at most.
     pub metadata_cache: Duration,
+    /// An approval a browser remembers (and its binding cookie, while it
+    /// remembers one): bounded, so a forgotten approval ends by itself.
+    pub remembered_consent: Duration,
 }
 
 impl Default for Lifetimes {
@@ -28,6 +32,7 @@ impl Default for Lifetimes {
             registration: Duration::from_secs(365 * 24 * 3600),
             sign_in: Duration::from_secs(600),
             metadata_cache: Duration::from_secs(3600),
+            remembered_consent: Duration::from_secs(30 * 24 * 3600),
         }
     }
 }

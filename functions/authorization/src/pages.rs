@@ -1,5 +1,6 @@
-//! The server's two pages, written out whole: the consent page and the
-//! error page a request gets when it cannot be sent back to its client.
+//! The server's pages, written out whole: the consent page, the page that
+//! forgets remembered approvals, a notice, and the error page a request
+//! gets when it cannot be sent back to its client.
 //! Plain HTML forms with inline style: they work without JavaScript and
 //! load nothing from anywhere (`responses::page` sends them under a CSP
 //! that forbids both).
@@ -57,6 +58,11 @@ pub struct Consent<'a> {
     pub sealed_request: &'a str,
     /// Where the form posts.
     pub action: &'a str,
+    /// For how many days an approval may be remembered in this browser;
+    /// `None` where it may not be (a registered client).
+    pub remember_days: Option<u64>,
+    /// The page that forgets remembered approvals.
+    pub forget: &'a str,
 }
 
 /// The consent page: the client, where the answer goes, the scopes, and
@@ -80,20 +86,48 @@ if you started this sign-in from that app just now.</p>"
         Destination::Web => "",
     };
     let scopes = consent.scopes.iter().map(|scope| escape(scope)).collect::<Vec<_>>().join(", ");
+    let remember = match consent.remember_days {
+        Some(days) => format!(
+            "<p><label><input type=\"checkbox\" name=\"remember\" value=\"yes\" checked> Do not ask again in this browser for \
+{days} days (this client, this address, this access)</label></p>"
+        ),
+        None => "<p><small>Approvals of unverified clients are not remembered: this page shows each time.</small></p>".to_owned(),
+    };
     let body = format!(
         "<h1>Allow access to this MCP server?</h1>\
 <dl><dt>Client</dt><dd>{client}</dd><dt>Answer goes to</dt><dd>{}</dd><dt>Access</dt><dd>{scopes}</dd>\
 <dt>MCP server</dt><dd>{}</dd></dl>{warning}\
-<form method=\"post\" action=\"{}\"><input type=\"hidden\" name=\"request\" value=\"{}\">\
+<form method=\"post\" action=\"{}\"><input type=\"hidden\" name=\"request\" value=\"{}\">{remember}\
 <button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>\
 <button type=\"submit\" name=\"decision\" value=\"deny\">Deny</button></form>\
-<p><small>You will then sign in, if you have not already.</small></p>",
+<p><small>You will then sign in, if you have not already. <a href=\"{}\">Forget the approvals this browser \
+remembers</a>.</small></p>",
         escape(&consent.redirect_shown),
         escape(consent.resource),
         escape(consent.action),
         escape(consent.sealed_request),
+        escape(consent.forget),
     );
     responses::page(StatusCode::OK, document("Allow access?", &body))
+}
+
+/// The form that forgets this browser's remembered approvals: it posts
+/// to `action` with `proof`, sealed to the browser.
+pub fn forget(action: &str, proof: &str) -> http::Response<bytes::Bytes> {
+    let body = format!(
+        "<h1>Forget remembered approvals?</h1><p>Apps you approved in this browser will ask for your approval again.</p>\
+<form method=\"post\" action=\"{}\"><input type=\"hidden\" name=\"proof\" value=\"{}\">\
+<button type=\"submit\">Forget</button></form>",
+        escape(action),
+        escape(proof),
+    );
+    responses::page(StatusCode::OK, document("Forget approvals?", &body))
+}
+
+/// A page that says `what` under `heading`.
+pub fn notice(heading: &str, what: &str) -> http::Response<bytes::Bytes> {
+    let body = format!("<h1>{}</h1><p>{}</p>", escape(heading), escape(what));
+    responses::page(StatusCode::OK, document(heading, &body))
 }
 
 /// The page a request gets when its client or redirect URI cannot be

@@ -1,9 +1,10 @@
 //! Records the server hands out and reads back, sealed (AES-256-GCM under
 //! a KMS data key on AWS, the same envelope `requestState` uses): a
-//! registered client's id, the request behind a consent page, and the
-//! sign-in in flight at the upstream provider. Each purpose is bound as
-//! associated data, so one never opens as another, and so is what it is
-//! for (the browser, for the pages), so it opens nowhere else.
+//! registered client's id, the request behind a consent page, the sign-in
+//! in flight at the upstream provider, and the approvals a browser
+//! remembers. Each purpose is bound as associated data, so one never opens
+//! as another, and so is what it is for (the browser, for the pages), so
+//! it opens nowhere else.
 
 use std::{sync::Arc, time::Duration};
 
@@ -26,6 +27,10 @@ pub enum Purpose {
     Consent,
     /// The sign-in at the upstream provider, as its `state`.
     UpstreamState,
+    /// The approvals a browser remembers, as its cookie.
+    RememberedConsent,
+    /// The form that forgets them (its CSRF proof).
+    ForgetConsent,
 }
 
 impl Purpose {
@@ -34,6 +39,8 @@ impl Purpose {
             Purpose::ClientId => "oauth/client-id",
             Purpose::Consent => "oauth/consent",
             Purpose::UpstreamState => "oauth/upstream-state",
+            Purpose::RememberedConsent => "oauth/remembered-consent",
+            Purpose::ForgetConsent => "oauth/forget-consent",
         }
     }
 }

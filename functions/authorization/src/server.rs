@@ -30,6 +30,8 @@ pub struct Paths {
     pub consent: &'static str,
     /// Where the upstream provider returns the browser.
     pub callback: &'static str,
+    /// Where a browser forgets the approvals it remembers.
+    pub forget: &'static str,
     /// Codes and refresh tokens for tokens (RFC 6749, 3.2).
     pub token: &'static str,
     /// Dynamic registration (RFC 7591).
@@ -45,6 +47,7 @@ pub const PATHS: Paths = Paths {
     authorize: "/oauth/authorize",
     consent: "/oauth/consent",
     callback: "/oauth/callback",
+    forget: "/oauth/consent/forget",
     token: "/oauth/token",
     register: "/oauth/register",
     revoke: "/oauth/revoke",
@@ -127,7 +130,7 @@ impl AuthorizationServer {
         let path = request.uri().path();
         let path = path.strip_prefix(self.parts.settings.base_path.as_str()).filter(|p| p.starts_with('/')).unwrap_or(path).to_owned();
         let method = request.method().clone();
-        let cross_origin = !(path == PATHS.authorize || path == PATHS.consent || path == PATHS.callback);
+        let cross_origin = ![PATHS.authorize, PATHS.consent, PATHS.callback, PATHS.forget].contains(&path.as_str());
         if method == Method::OPTIONS && cross_origin {
             return with_cors(responses::text(StatusCode::NO_CONTENT, ""));
         }
@@ -145,6 +148,8 @@ impl AuthorizationServer {
             (Method::GET, path) if path == PATHS.authorize => self.authorize(&request).await,
             (Method::POST, path) if path == PATHS.consent => self.consent(&request).await,
             (Method::GET, path) if path == PATHS.callback => self.callback(&request).await,
+            (Method::GET, path) if path == PATHS.forget => self.forget_page(&request).await,
+            (Method::POST, path) if path == PATHS.forget => self.forget(&request).await,
             (Method::POST, path) if path == PATHS.token => self.token(&request).await.unwrap_or_else(OAuthError::into_json),
             (Method::POST, path) if path == PATHS.revoke => self.revoke(&request).await.unwrap_or_else(OAuthError::into_json),
             (Method::POST, path) if path == PATHS.register => {

@@ -30,6 +30,10 @@ pub const CIMD_TRUSTED_HOSTS: &str = "MCP_OAUTH_CIMD_TRUSTED_HOSTS";
 /// `MCP_OAUTH_UNPINNED_CLIENTS`: client ids whose shipped pinned
 /// documents are not used (`*`: none are). Empty by default.
 pub const UNPINNED_CLIENTS: &str = "MCP_OAUTH_UNPINNED_CLIENTS";
+/// `MCP_OAUTH_TRUSTED_CLIENT_IDS`: client ids (exact strings,
+/// comma-separated) whose consent page is skipped, each a client metadata
+/// document's https URL. Empty by default.
+pub const TRUSTED_CLIENT_IDS: &str = "MCP_OAUTH_TRUSTED_CLIENT_IDS";
 /// `MCP_OAUTH_SIGNING_KEY_ID`: the KMS key (ECC_NIST_P256, SIGN_VERIFY)
 /// access tokens are signed with. Unset: a key made in this process (local only).
 pub const SIGNING_KEY_ID: &str = "MCP_OAUTH_SIGNING_KEY_ID";
@@ -91,6 +95,8 @@ pub struct OAuthSettings {
     pub cimd_trusted_hosts: Vec<String>,
     /// `MCP_OAUTH_UNPINNED_CLIENTS`.
     pub unpinned_clients: Vec<String>,
+    /// `MCP_OAUTH_TRUSTED_CLIENT_IDS`.
+    pub trusted_client_ids: Vec<String>,
     /// `MCP_OAUTH_SIGNING_KEY_ID`.
     pub signing_key_id: Option<String>,
     /// `MCP_LOG_LEVEL`, else `info`.
@@ -133,6 +139,7 @@ impl OAuthSettings {
             scopes if scopes.is_empty() => vec!["mcp".to_owned()],
             scopes => scopes,
         };
+        crate::scopes::check_offered(&scopes)?;
         let signing_key_id = variables.text(SIGNING_KEY_ID);
         // Tokens one instance signs, every instance and the MCP function
         // verify: a key made in the process cannot be shared.
@@ -149,11 +156,29 @@ impl OAuthSettings {
             upstream,
             cimd_trusted_hosts: lower(CIMD_TRUSTED_HOSTS),
             unpinned_clients: variables.list(UNPINNED_CLIENTS),
+            trusted_client_ids: trusted_client_ids(variables.list(TRUSTED_CLIENT_IDS))?,
             signing_key_id,
             log_level: variables.text("MCP_LOG_LEVEL").unwrap_or_else(|| "info".to_owned()),
             lifetimes: Lifetimes::default(),
         })
     }
+}
+
+/// `ids` if each may be trusted: a metadata document's https URL, whose
+/// host vouches for it. A registered id is never trusted: a registration
+/// is self-asserted, and its page says so (SECURITY.md). Compared as
+/// exact strings: `claude.ai` also hosts loopback clients' documents.
+fn trusted_client_ids(ids: Vec<String>) -> Result<Vec<String>, String> {
+    for id in &ids {
+        let document_url =
+            url::Url::parse(id).is_ok_and(|url| url.scheme() == "https" && url.host().is_some() && url.path() != "/" && url.as_str() == id);
+        if !document_url {
+            return Err(format!(
+                "{TRUSTED_CLIENT_IDS}: {id:?} is not a client metadata document's https URL (registered client ids are never trusted)"
+            ));
+        }
+    }
+    Ok(ids)
 }
 
 /// The ciphertext in `text`, as `infra/seal-upstream-secret.sh` printed it
@@ -239,5 +264,19 @@ mod tests {
         assert_eq!(local.upstream.unwrap().issuer, "http://127.0.0.1:4000");
         assert!(read(Mode::Lambda, &[]).unwrap_err().contains(SIGNING_KEY_ID));
         assert_eq!(read(Mode::Local, &[]).unwrap().scopes, ["mcp"]);
+    }
+
+    #[test]
+    fn only_metadata_document_urls_are_trusted_and_offline_access_is_no_resource_scope() {
+        let claude = "https://claude.ai/oauth/mcp-oauth-client-metadata";
+        let both = format!("{claude}, https://vscode.dev/oauth/client-metadata.json");
+        let trusted = read(Mode::Local, &[(TRUSTED_CLIENT_IDS, &both)]).unwrap().trusted_client_ids;
+        assert_eq!(trusted, [claude, "https://vscode.dev/oauth/client-metadata.json"]);
+        for refused in ["v1.a-registered-client-id", "http://claude.ai/c.json", "https://claude.ai/", "https://claude.ai/x/../c.json"] {
+            let error = read(Mode::Local, &[(TRUSTED_CLIENT_IDS, refused)]).unwrap_err();
+            assert!(error.contains(TRUSTED_CLIENT_IDS) && error.contains("never trusted"), "{refused}: {error}");
+        }
+        let error = read(Mode::Local, &[("MCP_SCOPES_SUPPORTED", "mcp,offline_access")]).unwrap_err();
+        assert!(error.contains("offline_access"), "{error}");
     }
 }

@@ -99,7 +99,7 @@ impl Clients {
     /// The client `client_id` names, for a request from `sender` (its
     /// source address: what key lookups and document fetches are budgeted to).
     pub async fn find(&self, client_id: &str, sender: &str) -> Result<Client, ClientError> {
-        if client_id.starts_with("https://") {
+        if is_metadata_document_id(client_id) {
             return self.documents.client(client_id, sender).await;
         }
         let opened = self.seals.open::<Registered>(Purpose::ClientId, "", client_id, sender).await.map_err(|error| match error {
@@ -157,6 +157,12 @@ impl Clients {
 
 fn refused(error: AssertionError) -> ClientError {
     ClientError::Unknown(error.to_string())
+}
+
+/// Whether `client_id` names a metadata document (an https URL) rather
+/// than a registration this server sealed.
+pub fn is_metadata_document_id(client_id: &str) -> bool {
+    client_id.starts_with("https://")
 }
 
 /// A name cut to [`MAX_CLIENT_NAME_CHARS`], control characters dropped.
