@@ -12,10 +12,16 @@ use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
 use authorization::{
     AuthorizationServer, OAuthSettings, Parts,
     aws::{
-        DynamoGrants, KmsSigner, SealedSecret, SealedSecretError,
+        DynamoDocuments, DynamoGrants, KmsSigner, SealedSecret, SealedSecretError,
         sealed_secret::{UPSTREAM_SECRET_PURPOSE, encryption_context},
     },
-    clients::{Clients, metadata_document::MetadataDocuments, metadata_fetch::GuardedFetcher},
+    clients::{
+        Clients,
+        last_good::{InMemoryCopies, LastGoodCopies},
+        metadata_document::MetadataDocuments,
+        metadata_fetch::GuardedFetcher,
+        pins::Pins,
+    },
     grants::{GrantStore, InMemoryGrants},
     sealing::{MAX_SEALED_BYTES, Seals},
     signing::{InProcessSigner, TokenSigner},
@@ -26,7 +32,13 @@ use base64::{
     Engine,
     engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD},
 };
-use e2e::{Reply, document_host::DocumentHost, emulator, issuer::SigningKey, openid_provider, send_to};
+use e2e::{
+    Reply,
+    document_host::{Answer, DocumentHost},
+    emulator,
+    issuer::SigningKey,
+    openid_provider, send_to,
+};
 use mcp_stateless::{
     Mode,
     clock::{Clock, ManualClock, SystemClock},
@@ -61,6 +73,8 @@ struct Backends {
     ledger: Arc<dyn RedemptionLedger>,
     signer: Arc<dyn TokenSigner>,
     clock: Arc<dyn Clock>,
+    /// Client metadata documents' last good copies.
+    copies: Arc<dyn LastGoodCopies>,
 }
 
 fn in_memory() -> Backends {
@@ -71,6 +85,7 @@ fn in_memory() -> Backends {
         grants: Arc::new(InMemoryGrants::default()),
         ledger: Arc::new(InMemoryLedger::default()),
         signer: Arc::new(InProcessSigner::generate()),
+        copies: Arc::new(InMemoryCopies::default()),
     }
 }
 
@@ -97,8 +112,9 @@ async fn on_aws(direct: &aws_config::SdkConfig, through: &aws_config::SdkConfig)
         upstream_secret: None,
         sealer: Arc::new(EnvelopeSealer::new(keys)),
         grants: Arc::new(DynamoGrants::new(dynamo.clone(), &table)),
-        ledger: Arc::new(mcp_aws::DynamoStore::new(dynamo, &table)),
+        ledger: Arc::new(mcp_aws::DynamoStore::new(dynamo.clone(), &table)),
         signer: Arc::new(KmsSigner::new(kms, &signing)),
+        copies: Arc::new(DynamoDocuments::new(dynamo, &table)),
     }
 }
 
@@ -121,7 +137,10 @@ async fn start_at(backends: Backends, fetcher: GuardedFetcher, front: Option<Soc
     let settings = OAuthSettings::read(Mode::Local, &Variables::new(|name| variables.get(name).cloned())).unwrap();
     let clock = backends.clock;
     let seals = Seals::new(backends.sealer, AUDIENCE);
-    let documents = Arc::new(MetadataDocuments::new(fetcher, clock.clone(), Duration::from_secs(60)));
+    let documents = MetadataDocuments::new(fetcher, clock.clone(), Duration::from_secs(60))
+        .with_last_good(backends.copies)
+        .with_pins(Pins::shipped_except(&settings.unpinned_clients));
+    let documents = Arc::new(documents);
     let mut upstream = Upstream::new(settings.upstream.clone().unwrap()).unwrap();
     if let Some(source) = backends.upstream_secret {
         upstream = upstream.with_secret_source(source);
@@ -143,6 +162,11 @@ async fn start_at(backends: Backends, fetcher: GuardedFetcher, front: Option<Soc
     let (authorization, addr) = (addr, front.unwrap_or(addr));
     *provider.callback.lock().unwrap() = format!("http://{addr}/oauth/callback");
     Stack { addr, authorization, issuer: format!("http://{addr}"), provider }
+}
+
+/// A stack on memory but for its document copies (`copies`), fetching with `fetcher`.
+async fn start_with_documents(fetcher: GuardedFetcher, copies: Arc<dyn LastGoodCopies>, settings: &[(&'static str, &str)]) -> Stack {
+    start_at(Backends { copies, ..in_memory() }, fetcher, None, settings).await
 }
 
 fn no_documents() -> GuardedFetcher {
@@ -762,7 +786,11 @@ async fn what_one_sign_in_and_one_refresh_cost_in_kms_and_dynamodb() {
         "{sign_in:?}"
     );
     assert_eq!(refresh, ["Sign"], "a refresh signs once and seals nothing");
-    assert_eq!(refresh_dynamo, ["GetItem", "GetItem", "TransactWriteItems"], "the token and its family read, the next one kept in one write");
+    assert_eq!(
+        refresh_dynamo,
+        ["GetItem", "GetItem", "TransactWriteItems"],
+        "the token and its family read, the next one kept in one write"
+    );
 }
 
 #[tokio::test]
@@ -949,4 +977,151 @@ async fn a_remembered_approval_ends_after_its_lifetime() {
     assert_eq!(stack.get(&path, Some(&browser)).await.status, 303, "remembered");
     clock.advance(authorization::lifetimes::Lifetimes::default().remembered_consent.as_secs() + 1);
     assert_eq!(stack.get(&path, Some(&browser)).await.status, 200, "ended: the page again");
+}
+
+/// An RFC 7523 client assertion of `client_id` for `audience`, signed by
+/// `key`, with `claims` over the usual ones.
+fn assertion(key: &SigningKey, client_id: &str, audience: &str, claims: Value) -> String {
+    let now = jsonwebtoken::get_current_timestamp();
+    let jti = URL_SAFE_NO_PAD.encode(mcp_stateless::random::bytes::<16>());
+    let mut all = json!({"iss": client_id, "sub": client_id, "aud": audience, "iat": now, "exp": now + 60, "jti": jti});
+    all.as_object_mut().unwrap().extend(claims.as_object().unwrap().clone());
+    key.sign(&all)
+}
+
+fn with_assertion(assertion: &str) -> [(&str, &str); 2] {
+    [("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"), ("client_assertion", assertion)]
+}
+
+/// ChatGPT's document shape (django-oauth-toolkit #1845): `private_key_jwt`
+/// with `none` offered beside it, keys at `jwks_uri`. It signs in without
+/// an assertion; an assertion it sends must hold; a family started with
+/// one is refreshed only with one. A document that offers no `none`
+/// authenticates every time.
+#[tokio::test]
+async fn chatgpts_document_signs_in_and_its_assertions_are_verified() {
+    let host = DocumentHost::start().await;
+    let key = SigningKey::new("chatgpt-1");
+    // Kept a minute, as a publisher's documents are: the many requests
+    // below fetch each once, within the fetch budget.
+    let kept = |body: String| Answer { status: 200, body, cache_control: Some("max-age=60") };
+    host.answer("/jwks.json", kept(json!({"keys": [key.jwk()]}).to_string()));
+    let methods = json!({
+        "token_endpoint_auth_method": "private_key_jwt",
+        "token_endpoint_auth_methods_supported": ["none", "private_key_jwt"],
+        "jwks_uri": host.url("/jwks.json"),
+    });
+    host.answer("/chatgpt.json", kept(metadata_document(&host, "/chatgpt.json", methods).to_string()));
+    let strict = json!({"token_endpoint_auth_method": "private_key_jwt", "jwks_uri": host.url("/jwks.json")});
+    host.answer("/strict.json", kept(metadata_document(&host, "/strict.json", strict).to_string()));
+    let stack = start(in_memory(), trusting(&host)).await;
+    let metadata = stack.get("/.well-known/oauth-authorization-server", None).await.json();
+    assert_eq!(metadata["token_endpoint_auth_methods_supported"], json!(["none", "private_key_jwt"]));
+    assert!(metadata["token_endpoint_auth_signing_alg_values_supported"].as_array().unwrap().contains(&json!("ES256")));
+    let (client_id, token_endpoint) = (host.url("/chatgpt.json"), format!("{}/oauth/token", stack.issuer));
+
+    // No assertion: `none` is offered.
+    let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+    let public = stack.exchange(&client_id, &code, VERIFIER, &[]).await;
+    assert_eq!(public.status, 200, "{:?}", public.body);
+
+    // Assertions that do not hold are invalid_client, and spend no code.
+    let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+    let now = jsonwebtoken::get_current_timestamp();
+    let replayed = assertion(&key, &client_id, &token_endpoint, json!({}));
+    let first_use = stack.refresh(&client_id, public.json()["refresh_token"].as_str().unwrap(), &with_assertion(&replayed)).await;
+    assert_eq!(first_use.status, 200, "{:?}", first_use.body);
+    for (bad, why) in [
+        (assertion(&SigningKey::new("chatgpt-1"), &client_id, &token_endpoint, json!({})), "another key"),
+        (assertion(&key, &client_id, &token_endpoint, json!({"iat": now - 600, "exp": now - 300})), "expired"),
+        (assertion(&key, &client_id, &token_endpoint, json!({"exp": now + 3600})), "too long-lived"),
+        (assertion(&key, &client_id, "https://other.example.com/oauth/token", json!({})), "another audience"),
+        (assertion(&key, &host.url("/strict.json"), &token_endpoint, json!({})), "another client's iss and sub"),
+        (assertion(&key, &client_id, &token_endpoint, json!({"jti": null})), "no jti"),
+        (replayed.clone(), "replayed"),
+        ("not.a.jwt".to_owned(), "not a JWT"),
+    ] {
+        let refused = stack.exchange(&client_id, &code, VERIFIER, &with_assertion(&bad)).await;
+        assert_eq!((refused.status, error_of(&refused)), (401, "invalid_client".to_owned()), "{why}: {:?}", refused.body);
+    }
+    let authenticated =
+        stack.exchange(&client_id, &code, VERIFIER, &with_assertion(&assertion(&key, &client_id, &stack.issuer, json!({})))).await;
+    assert_eq!(authenticated.status, 200, "the issuer is an audience too, and the code was not spent: {:?}", authenticated.body);
+    let refresh_token = authenticated.json()["refresh_token"].as_str().unwrap().to_owned();
+    let bare = stack.refresh(&client_id, &refresh_token, &[]).await;
+    assert_eq!((bare.status, error_of(&bare)), (401, "invalid_client".to_owned()), "an authenticated family always authenticates");
+    let again = stack.refresh(&client_id, &refresh_token, &with_assertion(&assertion(&key, &client_id, &token_endpoint, json!({})))).await;
+    assert_eq!(again.status, 200, "{:?}", again.body);
+
+    // A document that offers no `none`: an assertion every time.
+    let strict_id = host.url("/strict.json");
+    let code = stack.code(&strict_id, LOOPBACK_REDIRECT).await;
+    let bare = stack.exchange(&strict_id, &code, VERIFIER, &[]).await;
+    assert_eq!((bare.status, error_of(&bare)), (401, "invalid_client".to_owned()), "{:?}", bare.body);
+    let code = stack.code(&strict_id, LOOPBACK_REDIRECT).await;
+    let signed =
+        stack.exchange(&strict_id, &code, VERIFIER, &with_assertion(&assertion(&key, &strict_id, &token_endpoint, json!({})))).await;
+    assert_eq!(signed.status, 200, "{:?}", signed.body);
+}
+
+/// A document whose host starts answering a challenge page (403), a 5xx or
+/// nothing: the last good copy stands in, shared through the table by
+/// another instance; a pinned copy where there is none; else 503 with
+/// `Retry-After`, never a redirect. A host that serves another document,
+/// or says it is gone, is believed.
+#[tokio::test]
+async fn a_document_fetch_that_fails_falls_back_to_the_last_good_copy_or_a_pin_else_503() {
+    let direct = emulator::sdk().await;
+    let table = emulator::fresh_table(&direct).await;
+    let copies = || -> Arc<dyn LastGoodCopies> { Arc::new(DynamoDocuments::new(aws_sdk_dynamodb::Client::new(&direct), &table)) };
+    let host = DocumentHost::start().await;
+    let client_id = host.url("/client.json");
+    let document = metadata_document(&host, "/client.json", json!({})).to_string();
+    host.serve("/client.json", 200, document.clone());
+    // One instance fetches it (and keeps its copy in the table)...
+    let first = start_with_documents(trusting(&host), copies(), &[]).await;
+    assert_eq!(first.get(&first.authorize_path(&client_id, LOOPBACK_REDIRECT, &[]), None).await.status, 200);
+    // ...then the host challenges cloud addresses, fails, or hangs.
+    let second = start_with_documents(trusting(&host), copies(), &[]).await;
+    for (status, body) in [(403, "<html>Just a moment...</html>"), (503, "busy"), (200, "<html>Checking your browser</html>")] {
+        host.serve("/client.json", status, body);
+        let page = second.get(&second.authorize_path(&client_id, LOOPBACK_REDIRECT, &[]), None).await;
+        assert_eq!(page.status, 200, "HTTP {status}: the last good copy stands in: {}", String::from_utf8_lossy(&page.body));
+        assert!(String::from_utf8_lossy(&page.body).contains("Metadata App"));
+    }
+    // Nothing kept anywhere: 503, Retry-After, no redirect, nothing of what the host said.
+    let unknown = host.url("/new.json");
+    host.serve("/new.json", 403, "<html>challenge-token-4711</html>");
+    let fresh = start_with_documents(trusting(&host), copies(), &[]).await;
+    let reply = fresh.get(&fresh.authorize_path(&unknown, LOOPBACK_REDIRECT, &[]), None).await;
+    assert_eq!(reply.status, 503, "{}", String::from_utf8_lossy(&reply.body));
+    assert!(reply.headers.contains_key("retry-after") && !reply.headers.contains_key("location"));
+    assert!(!String::from_utf8_lossy(&reply.body).contains("challenge-token-4711"), "the fetched body is never echoed");
+    // A host that now serves another valid document, or says it is gone, is believed.
+    host.serve(
+        "/client.json",
+        200,
+        metadata_document(&host, "/client.json", json!({"redirect_uris": ["http://127.0.0.1:9/elsewhere"]})).to_string(),
+    );
+    // (A copy that stood in is kept a minute in its instance: another instance asks.)
+    for (status, body, what) in
+        [(200, "", "the new document's redirect URIs count, not the copy's"), (404, "gone", "a document gone is gone")]
+    {
+        if status == 404 {
+            host.serve("/client.json", status, body);
+        }
+        let instance = start_with_documents(trusting(&host), copies(), &[]).await;
+        let reply = instance.get(&instance.authorize_path(&client_id, LOOPBACK_REDIRECT, &[]), None).await;
+        assert_eq!(reply.status, 400, "{what}");
+    }
+
+    // Claude Code's document cannot be fetched from here: its pin stands in, unless unpinned.
+    let claude_code = "https://claude.ai/oauth/claude-code-client-metadata";
+    let pinned = start_with_documents(no_documents(), copies(), &[]).await;
+    let page = pinned.get(&pinned.authorize_path(claude_code, "http://127.0.0.1:41234/callback", &[]), None).await;
+    assert_eq!(page.status, 200, "{}", String::from_utf8_lossy(&page.body));
+    assert!(String::from_utf8_lossy(&page.body).contains("Claude Code"));
+    let unpinned = start_with_documents(no_documents(), copies(), &[("MCP_OAUTH_UNPINNED_CLIENTS", claude_code)]).await;
+    let reply = unpinned.get(&unpinned.authorize_path(claude_code, "http://127.0.0.1:41234/callback", &[]), None).await;
+    assert_eq!((reply.status, reply.headers.contains_key("retry-after")), (503, true));
 }

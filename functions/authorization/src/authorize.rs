@@ -54,6 +54,11 @@ struct Approved {
     challenge: String,
     scope: String,
     resource: String,
+    /// Whether the client must authenticate at the token endpoint (its
+    /// document offers no `none`): the code remembers, so the token
+    /// endpoint need not look the client up again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    must_authenticate: bool,
 }
 
 /// The sign-in at the provider, as its `state` carries it.
@@ -132,7 +137,7 @@ impl AuthorizationServer {
         };
         let state = parameter(&pairs, "state");
         let approved = match self.check_request(&pairs, &endpoints, &client.id, &redirect_uri) {
-            Ok(approved) => approved,
+            Ok(approved) => Approved { must_authenticate: client.authentication.required(), ..approved },
             Err(refusal) => return Self::refuse_to_client(&endpoints, &redirect_uri, state, refusal),
         };
         if self.parts.upstream.is_none() {
@@ -234,6 +239,7 @@ impl AuthorizationServer {
             challenge: challenge.to_owned(),
             scope,
             resource: endpoints.resource.clone(),
+            must_authenticate: false,
         })
     }
 
@@ -380,6 +386,7 @@ impl AuthorizationServer {
             scope: approved.scope.clone(),
             subject,
             expires_at: now + self.parts.settings.lifetimes.code.as_secs(),
+            must_authenticate: approved.must_authenticate,
         };
         if let Err(error) = self.parts.grants.put_code(&key_of(&code), &grant).await {
             tracing::error!(%error, "an authorization code could not be stored");

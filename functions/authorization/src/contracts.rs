@@ -14,6 +14,7 @@ fn code_grant(expires_at: u64) -> CodeGrant {
         scope: "mcp".into(),
         subject: "issuer#alice".into(),
         expires_at,
+        must_authenticate: false,
     }
 }
 
@@ -52,8 +53,7 @@ pub async fn grant_store(grants: &dyn GrantStore) {
     // until its successor is used (a retry after a lost answer), and then
     // its use ends the family, newer tokens too.
     let family = new_secret();
-    let (first, second, retried, third) =
-        (key_of(&new_secret()), key_of(&new_secret()), key_of(&new_secret()), key_of(&new_secret()));
+    let (first, second, retried, third) = (key_of(&new_secret()), key_of(&new_secret()), key_of(&new_secret()), key_of(&new_secret()));
     let grant = refresh_grant(&family, now + 600);
     grants.start_family(&first, &grant).await.unwrap();
     let read = usable(grants.present_refresh(&first, now, now + 600).await.unwrap());
@@ -97,8 +97,7 @@ pub async fn grant_store(grants: &dyn GrantStore) {
     let successors: Vec<String> = (0..8).map(|_| key_of(&new_secret())).collect();
     let rotations =
         futures::future::join_all(successors.iter().map(|successor| grants.rotate_refresh(&contested, &read, successor, &grant))).await;
-    let done: Vec<&String> =
-        successors.iter().zip(&rotations).filter(|(_, r)| matches!(r, Ok(Rotated::Done))).map(|(s, _)| s).collect();
+    let done: Vec<&String> = successors.iter().zip(&rotations).filter(|(_, r)| matches!(r, Ok(Rotated::Done))).map(|(s, _)| s).collect();
     assert_eq!(done.len(), 1, "{rotations:?}");
     assert!(matches!(grants.present_refresh(done[0], now, now + 600).await.unwrap(), Presented::Usable(_)), "the winner is current");
 

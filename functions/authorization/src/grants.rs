@@ -42,6 +42,10 @@ pub struct CodeGrant {
     pub subject: String,
     /// Epoch seconds.
     pub expires_at: u64,
+    /// Whether the client must authenticate to exchange it (its document
+    /// publishes keys and offers no `none`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub must_authenticate: bool,
 }
 
 /// A refresh token's grant.
@@ -195,8 +199,7 @@ impl GrantStore for InMemoryGrants {
             let Some(grant) = m.refresh.get(key).filter(|grant| grant.expires_at > now).cloned() else {
                 return Presented::Unknown;
             };
-            let Some((state, _)) = m.families.get(&grant.family).filter(|(state, until)| *until > now && state.current.is_some())
-            else {
+            let Some((state, _)) = m.families.get(&grant.family).filter(|(state, until)| *until > now && state.current.is_some()) else {
                 return Presented::Unknown;
             };
             if state.admits(key) {

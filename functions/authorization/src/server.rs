@@ -161,8 +161,19 @@ impl AuthorizationServer {
             }
             _ => responses::text(StatusCode::NOT_FOUND, "Not Found"),
         };
+        let response = with_retry_after(response);
         if cross_origin { with_cors(response) } else { response }
     }
+}
+
+/// Every `503` says when to try again (RFC 9110, 10.2.3): a client that
+/// cannot be known yet (its document unfetched, no copy standing in), keys
+/// or the store unavailable. A second is what the SDK's own retries wait.
+fn with_retry_after(mut response: Response<Bytes>) -> Response<Bytes> {
+    if response.status() == StatusCode::SERVICE_UNAVAILABLE && !response.headers().contains_key(header::RETRY_AFTER) {
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
 }
 
 /// The JSON endpoints are called from web pages too (the MCP Inspector

@@ -8,8 +8,8 @@
 
 use aws_lc_rs::digest::{SHA256, digest};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
-use headers::{Authorization, HeaderMapExt, authorization::Basic};
 use bytes::Bytes;
+use headers::{Authorization, HeaderMapExt, authorization::Basic};
 use http::{Request, Response, StatusCode, header};
 use mcp_stateless::{random, storage::StoreError};
 use serde_json::json;
@@ -20,6 +20,7 @@ use crate::{
     clients::{ClientError, authentication::JWT_BEARER},
     grants::{Presented, RefreshGrant, Rotated, key_of, new_secret},
     responses::{ErrorCode, OAuthError, json_response},
+    scopes,
     server::{AuthorizationServer, Endpoints, PATHS, parameter, parameters, sender},
     signing::{self, AccessClaims},
 };
@@ -29,6 +30,10 @@ const MAX_FORM_BYTES: usize = 16 * 1024;
 
 fn invalid(code: ErrorCode, description: &str) -> OAuthError {
     OAuthError::new(code, description)
+}
+
+fn must_authenticate() -> OAuthError {
+    invalid(ErrorCode::InvalidClient, "this client authenticates with private_key_jwt (a client_assertion)")
 }
 
 fn bad_refresh_token() -> OAuthError {
@@ -128,9 +133,6 @@ impl AuthorizationServer {
                 let code = parameter(&form, "code").ok_or_else(|| invalid(ErrorCode::InvalidRequest, "code is required"))?;
                 let verifier = parameter(&form, "code_verifier")
                     .ok_or_else(|| invalid(ErrorCode::InvalidRequest, "code_verifier is required (PKCE)"))?;
-                if !authenticated && self.parts.clients.must_authenticate(&client_id, sender(request)).await.map_err(client_failed)? {
-                    return Err(invalid(ErrorCode::InvalidClient, "this client authenticates with private_key_jwt (a client_assertion)"));
-                }
                 // Taken (so spent) before any check: a code tried by the
                 // wrong client or with the wrong verifier is gone for all.
                 let grant = self.parts.grants.take_code(&key_of(code), now).await.map_err(store_failed)?;
@@ -138,6 +140,9 @@ impl AuthorizationServer {
                 let grant = grant.ok_or_else(bad_code)?;
                 if grant.client_id != client_id {
                     return Err(bad_code());
+                }
+                if grant.must_authenticate && !authenticated {
+                    return Err(must_authenticate());
                 }
                 if parameter(&form, "redirect_uri").is_some_and(|uri| uri != grant.redirect_uri) {
                     return Err(invalid(ErrorCode::InvalidGrant, "redirect_uri is not the one the code was sent to"));
@@ -175,7 +180,7 @@ impl AuthorizationServer {
                 }
                 // A family started with an assertion is never refreshed without one.
                 if grant.authenticated && !authenticated {
-                    return Err(invalid(ErrorCode::InvalidClient, "this client authenticates with private_key_jwt (a client_assertion)"));
+                    return Err(must_authenticate());
                 }
                 if resource_asked.is_some_and(|r| r.trim_end_matches('/') != grant.resource.trim_end_matches('/')) {
                     return Err(invalid(ErrorCode::InvalidTarget, "the refresh token was issued for another resource"));
@@ -183,11 +188,12 @@ impl AuthorizationServer {
                 // RFC 6749, 6: a narrower scope may be asked for, never a wider one.
                 let scope = match parameter(&form, "scope") {
                     None => grant.scope.clone(),
+                    Some(asked) if !scopes::is_within(asked, &grant.scope) => {
+                        return Err(invalid(ErrorCode::InvalidScope, "a scope that was never granted"));
+                    }
                     Some(asked) => {
-                        if !asked.split(' ').all(|scope| grant.scope.split(' ').any(|granted| granted == scope)) {
-                            return Err(invalid(ErrorCode::InvalidScope, "a scope that was never granted"));
-                        }
-                        asked.to_owned()
+                        let held: Vec<&str> = scopes::tokens(&grant.scope).collect();
+                        scopes::granted(Some(asked), &held)
                     }
                 };
                 (grant.subject.clone(), scope, grant.scope.clone(), grant.family.clone(), Some((key, usable)))
@@ -222,12 +228,14 @@ impl AuthorizationServer {
         let successor = key_of(&refresh_token);
         match presented {
             None => self.parts.grants.start_family(&successor, &refresh).await.map_err(store_failed)?,
-            Some((key, usable)) => match self.parts.grants.rotate_refresh(&key, &usable, &successor, &refresh).await.map_err(store_failed)? {
-                Rotated::Done => {}
-                // A concurrent refresh of the same family won: this one
-                // changed nothing, and its token is what it was.
-                Rotated::Raced => return Err(bad_refresh_token()),
-            },
+            Some((key, usable)) => {
+                match self.parts.grants.rotate_refresh(&key, &usable, &successor, &refresh).await.map_err(store_failed)? {
+                    Rotated::Done => {}
+                    // A concurrent refresh of the same family won: this one
+                    // changed nothing, and its token is what it was.
+                    Rotated::Raced => return Err(bad_refresh_token()),
+                }
+            }
         }
         Ok(json_response(
             StatusCode::OK,

@@ -56,7 +56,8 @@ impl LastGoodCopies for DynamoDocuments {
 
     fn last_good<'a>(&'a self, client_id: &'a str, now: u64) -> BoxFuture<'a, Result<Option<LastGood>, StoreError>> {
         Box::pin(async move {
-            let answer = self.client.get_item().table_name(&self.table).key(PARTITION_KEY, key(client_id)).consistent_read(true).send().await;
+            let answer =
+                self.client.get_item().table_name(&self.table).key(PARTITION_KEY, key(client_id)).consistent_read(true).send().await;
             let Some(item) = answer.map_err(unavailable)?.item else { return Ok(None) };
             if number(&item, TTL_ATTRIBUTE)? <= now {
                 return Ok(None);

@@ -73,10 +73,11 @@ impl DynamoGrants {
 
     /// The family's state, if it has an item and it still counts.
     async fn family(&self, family: &str, now: u64) -> Result<Option<FamilyState>, StoreError> {
-        Ok(self.get(format!("{FAMILY}{family}")).await?.filter(|item| expires_at(item) > now).map(|item| FamilyState {
-            current: text(&item, CURRENT),
-            previous: text(&item, PREVIOUS),
-        }))
+        Ok(self
+            .get(format!("{FAMILY}{family}"))
+            .await?
+            .filter(|item| expires_at(item) > now)
+            .map(|item| FamilyState { current: text(&item, CURRENT), previous: text(&item, PREVIOUS) }))
     }
 
     async fn revoke_family(&self, family: &str, until: u64) -> Result<(), StoreError> {

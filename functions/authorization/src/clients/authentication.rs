@@ -112,9 +112,8 @@ pub fn verify(assertion: &str, client_id: &str, keys: &KeySet, audiences: &[&str
     validation.set_required_spec_claims(&["exp", "iss", "sub", "aud"]);
     validation.leeway = LEEWAY_SECONDS;
     validation.validate_nbf = true;
-    let claims = jsonwebtoken::decode::<Claims>(assertion, &key, &validation)
-        .map_err(|error| AssertionError::Invalid(reason(&error)))?
-        .claims;
+    let claims =
+        jsonwebtoken::decode::<Claims>(assertion, &key, &validation).map_err(|error| AssertionError::Invalid(reason(&error)))?.claims;
     let issued = claims.iat.unwrap_or(now).min(now);
     let jti = claims.jti.filter(|jti| !jti.is_empty() && jti.len() <= 256).ok_or(AssertionError::TooLong)?;
     if claims.exp > issued + MAX_ASSERTION_LIFETIME + LEEWAY_SECONDS || claims.iat.is_some_and(|iat| iat > now + LEEWAY_SECONDS) {

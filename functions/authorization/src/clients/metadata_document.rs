@@ -25,13 +25,17 @@ use std::{
     time::Duration,
 };
 
-use mcp_stateless::{clock::Clock, edge::bearer::key_set::{KeySet, readable_keys}};
+use mcp_stateless::{
+    clock::Clock,
+    edge::bearer::key_set::{KeySet, readable_keys},
+};
 use serde::Deserialize;
 use url::Url;
 
 use super::{
-    Client, ClientError, clean_name,
+    Client, ClientError,
     authentication::{Authentication, KeySource},
+    clean_name,
     last_good::{InMemoryCopies, LAST_GOOD_LIFETIME, LastGood, LastGoodCopies},
     metadata_fetch::{FetchError, GuardedFetcher},
     pins::Pins,
@@ -148,7 +152,9 @@ impl MetadataDocuments {
                 tracing::info!(%error, client_id, "a client metadata document could not be fetched");
                 return match error {
                     error if error.is_transient() => self.stand_in(client_id, &url, now, error.to_string()).await,
-                    FetchError::NotPublic => Err(ClientError::Unknown("its client_id URL could not be fetched (https, from a public address)".into())),
+                    FetchError::NotPublic => {
+                        Err(ClientError::Unknown("its client_id URL could not be fetched (https, from a public address)".into()))
+                    }
                     error => Err(ClientError::Unknown(error.to_string())),
                 };
             }
@@ -247,7 +253,7 @@ fn key_set(body: &[u8], now: u64) -> Option<KeySet> {
         keys: Vec<serde_json::Value>,
     }
     let keys = readable_keys(serde_json::from_slice::<Jwks>(body).ok()?.keys);
-    (!keys.is_empty()).then_some(KeySet { keys, fetched_at: now })
+    (!keys.is_empty()).then(|| KeySet::new(keys, now))
 }
 
 /// What `kept` holds for `id` until later than `now`.

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use mcp_stateless::edge::bearer::key_set::Lookup;
 use serde::{Deserialize, Serialize};
 
-pub use self::authentication::{Authentication, Verified};
 use self::authentication::AssertionError;
+pub use self::authentication::{Authentication, Verified};
 use self::{
     metadata_document::MetadataDocuments,
     redirect::{Destination, RedirectUri},
@@ -138,15 +138,6 @@ impl Clients {
             set = self.documents.key_set(keys, sender, true).await?;
         }
         authentication::verify(assertion, client_id, &set, audiences, now).map_err(refused)
-    }
-
-    /// Whether `client_id` must authenticate at the token endpoint (its
-    /// document publishes keys and offers no `none`).
-    pub async fn must_authenticate(&self, client_id: &str, sender: &str) -> Result<bool, ClientError> {
-        if !client_id.starts_with("https://") {
-            return Ok(false);
-        }
-        Ok(self.find(client_id, sender).await?.authentication.required())
     }
 
     /// The seals registration makes ids with.

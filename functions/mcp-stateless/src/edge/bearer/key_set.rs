@@ -13,6 +13,7 @@ use jsonwebtoken::{
 };
 
 /// The outcome of looking a token's key up in a set.
+#[non_exhaustive]
 pub enum Lookup {
     /// The key that verifies it.
     Usable(DecodingKey),
@@ -24,6 +25,7 @@ pub enum Lookup {
 
 /// One fetched set: the keys that parsed, and when.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct KeySet {
     /// Each key as published, and as jsonwebtoken verifies with it.
     pub keys: Vec<(Jwk, DecodingKey)>,
@@ -42,6 +44,11 @@ pub fn readable_keys(keys: Vec<serde_json::Value>) -> Vec<(Jwk, DecodingKey)> {
 }
 
 impl KeySet {
+    /// `keys`, fetched at `fetched_at`.
+    pub fn new(keys: Vec<(Jwk, DecodingKey)>, fetched_at: u64) -> Self {
+        Self { keys, fetched_at }
+    }
+
     /// A `kid` may name several keys (RFC 7517, 4.5: a signing and an
     /// encryption key, say): the one that verifies `alg` is taken.
     pub fn lookup(&self, kid: Option<&str>, alg: Algorithm) -> Lookup {
