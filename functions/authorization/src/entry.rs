@@ -99,6 +99,8 @@ pub fn start() -> Result<(), mcp_stateless::StartError> {
 async fn run(settings: OAuthSettings) -> Result<(), mcp_stateless::StartError> {
     use mcp_stateless::StartError;
     mcp_stateless::logging::init(settings.deployment.log_format, &settings.log_level);
+    crate::sign_in_log::use_format(settings.deployment.log_format);
+    mcp_stateless::edge::request_log::use_metrics_namespace(&settings.metrics_namespace);
     let aws = AwsSettings::from_env(&settings.deployment).map_err(StartError::Config)?;
     aws.check(&settings.deployment).map_err(StartError::Config)?;
     let sealed_secret = settings.upstream.as_ref().is_some_and(|upstream| upstream.client_secret_sealed.is_some());

@@ -79,7 +79,8 @@ pub enum Presented {
     /// answer that carried the successor, and retries).
     Usable(Usable),
     /// Used before, and its successor too: the family is revoked now.
-    Reused,
+    /// The grant it carried (whose client and user the log names).
+    Reused(RefreshGrant),
     /// Unknown, expired, or of a revoked family.
     Unknown,
 }
@@ -205,8 +206,8 @@ impl GrantStore for InMemoryGrants {
             if state.admits(key) {
                 return Presented::Usable(Usable { current: state.current.clone(), grant });
             }
-            m.families.insert(grant.family, (FamilyState::default(), revoked_until));
-            Presented::Reused
+            m.families.insert(grant.family.clone(), (FamilyState::default(), revoked_until));
+            Presented::Reused(grant)
         });
         Box::pin(async move { presented })
     }

@@ -36,6 +36,7 @@ pub mod scopes;
 pub mod sealing;
 pub mod server;
 pub mod settings;
+pub mod sign_in_log;
 pub mod signing;
 pub mod token;
 pub mod upstream;

@@ -101,6 +101,9 @@ pub struct OAuthSettings {
     pub signing_key_id: Option<String>,
     /// `MCP_LOG_LEVEL`, else `info`.
     pub log_level: String,
+    /// `MCP_METRICS_NAMESPACE`, else `MCP`: where the sign-in metrics go
+    /// (the template names the stack, as for the MCP function's).
+    pub metrics_namespace: String,
     /// How long codes, tokens and registrations live.
     pub lifetimes: Lifetimes,
 }
@@ -159,6 +162,7 @@ impl OAuthSettings {
             trusted_client_ids: trusted_client_ids(variables.list(TRUSTED_CLIENT_IDS))?,
             signing_key_id,
             log_level: variables.text("MCP_LOG_LEVEL").unwrap_or_else(|| "info".to_owned()),
+            metrics_namespace: variables.text("MCP_METRICS_NAMESPACE").unwrap_or_else(|| "MCP".to_owned()),
             lifetimes: Lifetimes::default(),
         })
     }

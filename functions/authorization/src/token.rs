@@ -22,6 +22,7 @@ use crate::{
     responses::{ErrorCode, OAuthError, json_response},
     scopes,
     server::{AuthorizationServer, Endpoints, PATHS, parameter, parameters, sender},
+    sign_in_log::{self, Event, Facts},
     signing::{self, AccessClaims},
 };
 
@@ -168,8 +169,9 @@ impl AuthorizationServer {
                 // signed, so no failure on this side ends the grant.
                 let usable = match self.parts.grants.present_refresh(&key, now, revoked_until).await.map_err(store_failed)? {
                     Presented::Usable(usable) => usable,
-                    Presented::Reused => {
+                    Presented::Reused(grant) => {
                         tracing::warn!("a refresh token was used after its successor: its family is revoked");
+                        sign_in_log::record(Facts::new(Event::RefreshReuse, &grant.client_id).of(&grant.subject));
                         return Err(bad_refresh_token());
                     }
                     Presented::Unknown => return Err(bad_refresh_token()),
@@ -226,6 +228,7 @@ impl AuthorizationServer {
             authenticated,
         };
         let successor = key_of(&refresh_token);
+        let event = if presented.is_none() { Event::SignIn } else { Event::Refresh };
         match presented {
             None => self.parts.grants.start_family(&successor, &refresh).await.map_err(store_failed)?,
             Some((key, usable)) => {
@@ -237,6 +240,7 @@ impl AuthorizationServer {
                 }
             }
         }
+        sign_in_log::record(Facts::new(event, &client_id).of(&subject).saying(if authenticated { "private_key_jwt" } else { "public" }));
         Ok(json_response(
             StatusCode::OK,
             &json!({
@@ -257,6 +261,8 @@ impl AuthorizationServer {
         let token = parameter(&form, "token").ok_or_else(|| invalid(ErrorCode::InvalidRequest, "token is required"))?;
         let revoked_until = self.parts.clock.now() + self.parts.settings.lifetimes.refresh_token.as_secs();
         self.parts.grants.revoke_refresh(&key_of(token), &client_id, revoked_until).await.map_err(store_failed)?;
+        // Said whether or not the token was known and the client's (RFC 7009 answers 200 to all).
+        sign_in_log::record(Facts::new(Event::Revocation, &client_id));
         let mut response = Response::new(Bytes::new());
         response.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));
         Ok(response)

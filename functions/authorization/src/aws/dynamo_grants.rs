@@ -210,7 +210,7 @@ impl GrantStore for DynamoGrants {
                 None if !item.contains_key("used_at") => Usable { current: None, grant },
                 _ => {
                     self.revoke_family(&grant.family, revoked_until).await?;
-                    return Ok(Presented::Reused);
+                    return Ok(Presented::Reused(grant));
                 }
             };
             Ok(Presented::Usable(usable))

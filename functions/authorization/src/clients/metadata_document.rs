@@ -32,6 +32,8 @@ use mcp_stateless::{
 use serde::Deserialize;
 use url::Url;
 
+use crate::sign_in_log::{self, Event, Facts};
+
 use super::{
     Client, ClientError,
     authentication::{Authentication, KeySource},
@@ -149,14 +151,16 @@ impl MetadataDocuments {
             Err(error) => {
                 // Where the fetch failed stays in the log: "not public" beside
                 // "unreachable" would tell a prober which names resolve inside.
-                tracing::info!(%error, client_id, "a client metadata document could not be fetched");
-                return match error {
-                    error if error.is_transient() => self.stand_in(client_id, &url, now, error.to_string()).await,
+                if error.is_transient() {
+                    return self.stand_in(client_id, &url, now, error.to_string()).await;
+                }
+                sign_in_log::record(Facts::new(Event::DocumentFetchFailed, client_id).saying(&error.to_string()));
+                return Err(match error {
                     FetchError::NotPublic => {
-                        Err(ClientError::Unknown("its client_id URL could not be fetched (https, from a public address)".into()))
+                        ClientError::Unknown("its client_id URL could not be fetched (https, from a public address)".into())
                     }
-                    error => Err(ClientError::Unknown(error.to_string())),
-                };
+                    error => ClientError::Unknown(error.to_string()),
+                });
             }
         };
         let client = match parse(client_id, &url, &fetched.body) {
@@ -184,14 +188,15 @@ impl MetadataDocuments {
                 None
             }
         };
-        let copied = copy.and_then(|copy| parse(client_id, url, &copy.body).ok()).map(|client| (client, "last good copy"));
+        let copied = copy.and_then(|copy| parse(client_id, url, &copy.body).ok()).map(|client| (client, "the last good copy stood in"));
         let stand_in = copied.or_else(|| {
             let pinned = self.pins.document(client_id)?;
-            parse(client_id, url, pinned.as_bytes()).ok().map(|client| (client, "pinned copy"))
+            parse(client_id, url, pinned.as_bytes()).ok().map(|client| (client, "the pinned copy stood in"))
         });
+        let outcome = format!("{why}; {}", stand_in.as_ref().map_or("no copy stood in: 503", |(_, which)| *which));
+        sign_in_log::record(Facts::new(Event::DocumentFetchFailed, client_id).saying(&outcome));
         match stand_in {
-            Some((client, which)) => {
-                tracing::info!(client_id, stand_in = which, %why, "a client metadata document was not fetched: a copy stands in");
+            Some((client, _)) => {
                 keep(&self.kept, client_id, &client, now, STAND_IN_MAX_AGE);
                 Ok(client)
             }

@@ -16,6 +16,7 @@ use super::{Clients, Registered, clean_name, redirect};
 use crate::{
     responses::{ErrorCode, OAuthError, json_response},
     sealing::{Purpose, SealingError},
+    sign_in_log::{self, Event, Facts},
 };
 
 /// The largest registration request read.
@@ -94,6 +95,8 @@ impl Clients {
         if let Some(name) = &registered.name {
             answer["client_name"] = json!(name);
         }
+        let logged = Facts::new(Event::Registration, &client_id);
+        sign_in_log::record(registered.name.as_deref().map_or(logged, |name| logged.saying(name)));
         Ok(json_response(StatusCode::CREATED, &answer))
     }
 }

@@ -59,7 +59,9 @@ pub fn use_metrics_namespace(namespace: &str) {
     let _ = NAMESPACE.set(namespace.to_owned());
 }
 
-fn namespace() -> &'static str {
+/// The metrics' namespace, as [`use_metrics_namespace`] named it (`MCP`
+/// unless named): other functions' metric records go beside the requests'.
+pub fn namespace() -> &'static str {
     NAMESPACE.get().map_or("MCP", String::as_str)
 }
 
