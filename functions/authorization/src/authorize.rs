@@ -20,7 +20,6 @@
 //!    approved, once; the provider's code becomes the user's subject, and
 //!    the client gets a code of this server's, good once for a minute.
 
-use aws_lc_rs::digest::{SHA256, digest};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -32,7 +31,9 @@ use crate::{
     cookies::{Cookie, Jar, new_binding},
     grants::{CodeGrant, key_of, new_secret},
     pages::{self, Consent},
+    pkce,
     remembered_consent::{Approval, Remembered},
+    resource,
     responses::{self, ErrorCode},
     scopes,
     sealing::{Purpose, SealingError},
@@ -209,24 +210,18 @@ impl AuthorizationServer {
         if parameter(pairs, "response_type") != Some("code") {
             return Err(refusal(ErrorCode::UnsupportedResponseType, "response_type must be code"));
         }
-        // OAuth 2.1, 4.1.1: no method means plain, which is not taken.
-        if parameter(pairs, "code_challenge_method") != Some("S256") {
-            return Err(refusal(ErrorCode::InvalidRequest, "PKCE is required, with code_challenge_method S256"));
-        }
         // Carried through the consent page and the provider's sign-in, sealed:
         // kept to what a client needs (an opaque random value).
         if parameter(pairs, "state").is_some_and(|state| state.len() > MAX_STATE_BYTES) {
             return Err(refusal(ErrorCode::InvalidRequest, format!("state may be {MAX_STATE_BYTES} bytes at most")));
         }
-        let challenge = parameter(pairs, "code_challenge").unwrap_or_default();
-        if challenge.len() != 43 || !challenge.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
-            return Err(refusal(ErrorCode::InvalidRequest, "code_challenge must be a base64url SHA-256"));
-        }
+        let challenge = parameter(pairs, "code_challenge");
+        pkce::check_challenge(parameter(pairs, "code_challenge_method"), challenge)
+            .map_err(|why| refusal(ErrorCode::InvalidRequest, why))?;
+        let challenge = challenge.unwrap_or_default();
         // RFC 8707: the only resource here is this MCP server. A client
         // that sends none (some do; the spec says they must) gets it too.
-        if let Some(resource) = parameter(pairs, "resource")
-            && resource.trim_end_matches('/') != endpoints.resource.trim_end_matches('/')
-        {
+        if !resource::admits(parameter(pairs, "resource"), &endpoints.resource) {
             return Err(refusal(ErrorCode::InvalidTarget, format!("tokens here are for {} only", endpoints.resource)));
         }
         // What is not offered is left out, and nothing left means the
@@ -313,8 +308,7 @@ impl AuthorizationServer {
         let Some(upstream) = &self.parts.upstream else {
             return pages::error(StatusCode::INTERNAL_SERVER_ERROR, "Sign-in is not set up on this server.");
         };
-        let verifier = URL_SAFE_NO_PAD.encode(random::bytes::<32>());
-        let challenge = URL_SAFE_NO_PAD.encode(digest(&SHA256, verifier.as_bytes()));
+        let (verifier, challenge) = pkce::new_pair();
         let nonce = URL_SAFE_NO_PAD.encode(random::bytes::<16>());
         let in_flight = InFlight { request: approved.clone(), verifier, nonce: nonce.clone() };
         let lifetime = self.parts.settings.lifetimes.sign_in;

@@ -6,7 +6,6 @@
 //! before the current one stays usable until the current one is used: a
 //! client whose answer was lost retries with it (`grants` says how).
 
-use aws_lc_rs::digest::{SHA256, digest};
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use bytes::Bytes;
 use headers::{Authorization, HeaderMapExt, authorization::Basic};
@@ -19,6 +18,7 @@ use mcp_stateless::sealed::redemption::Redemption;
 use crate::{
     clients::{ClientError, authentication::JWT_BEARER},
     grants::{Presented, RefreshGrant, Rotated, key_of, new_secret},
+    pkce, resource,
     responses::{ErrorCode, OAuthError, json_response},
     scopes,
     server::{AuthorizationServer, Endpoints, PATHS, parameter, parameters, sender},
@@ -148,13 +148,10 @@ impl AuthorizationServer {
                 if parameter(&form, "redirect_uri").is_some_and(|uri| uri != grant.redirect_uri) {
                     return Err(invalid(ErrorCode::InvalidGrant, "redirect_uri is not the one the code was sent to"));
                 }
-                let proven = (43..=128).contains(&verifier.len())
-                    && verifier.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
-                    && URL_SAFE_NO_PAD.encode(digest(&SHA256, verifier.as_bytes())) == grant.code_challenge;
-                if !proven {
+                if !pkce::proves(verifier, &grant.code_challenge) {
                     return Err(invalid(ErrorCode::InvalidGrant, "code_verifier does not match the code_challenge"));
                 }
-                if resource_asked.is_some_and(|r| r.trim_end_matches('/') != grant.resource.trim_end_matches('/')) {
+                if !resource::admits(resource_asked, &grant.resource) {
                     return Err(invalid(ErrorCode::InvalidTarget, "the code was issued for another resource"));
                 }
                 (grant.subject, grant.scope.clone(), grant.scope, URL_SAFE_NO_PAD.encode(random::bytes::<16>()), None)
@@ -184,7 +181,7 @@ impl AuthorizationServer {
                 if grant.authenticated && !authenticated {
                     return Err(must_authenticate());
                 }
-                if resource_asked.is_some_and(|r| r.trim_end_matches('/') != grant.resource.trim_end_matches('/')) {
+                if !resource::admits(resource_asked, &grant.resource) {
                     return Err(invalid(ErrorCode::InvalidTarget, "the refresh token was issued for another resource"));
                 }
                 // RFC 6749, 6: a narrower scope may be asked for, never a wider one.
