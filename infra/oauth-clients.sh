@@ -13,8 +13,10 @@
 # sign_in.mjs: switched on, it signs in and runs a tool); headless Chromium
 # drives the pages (tests/clients/sign_in.mjs). Then the official conformance
 # suite's `authorization` scenarios (tests/clients/conformance_authorization.mjs,
-# the suite pinned in tests/conformance). The consent page's picture lands in
-# .tmp/oauth-clients/consent.png.
+# the suite pinned in tests/conformance), and two coding agents, Claude Code
+# and Gemini CLI, pinned in tests/agents, each signing in and calling a tool
+# with a scripted model on loopback (tests/agents/agents.mjs). The consent
+# page's picture lands in .tmp/oauth-clients/consent.png.
 #
 #   bash infra/oauth-clients.sh
 #
@@ -27,6 +29,7 @@ rm -rf "$out" && mkdir -p "$out/mcp-remote"
 node_bin="$(node22)"
 npm_ci_pinned "$dir"
 npm_ci_pinned "$ROOT/tests/conformance"
+npm_ci_pinned "$ROOT/tests/agents"
 chromium="$(chromium_bin)" || { echo "oauth-clients: no Chromium that starts (apt-get install chromium as root, or set CHROMIUM)" >&2; exit 1; }
 debug_build -q ||
   { echo "oauth-clients: the authorization server or the everything function did not build" >&2; exit 1; }
@@ -95,9 +98,13 @@ fi
 CHROMIUM="$chromium" "$node_bin" "$dir/conformance_authorization.mjs" \
   "$ROOT/tests/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js" "$origin" "$origin/mcp" "$out" |
   tee "$out/conformance.txt" || status=1
+# Claude Code and Gemini CLI, homes and settings of their own under $out/agents.
+mkdir -p "$out/agents"
+CHROMIUM="$chromium" "$node_bin" "$ROOT/tests/agents/agents.mjs" "$origin/mcp" "$out/agents" "$out/mcp.log" "$out/authorization.log" |
+  tee "$out/agents.txt" || status=1
 count() { tail -n 1 "$1" | grep -Eo "[0-9]+ $2" | cut -d' ' -f1 || echo 1; }
 passed=0 failed=0
-for file in checks python inspector conformance; do
+for file in checks python inspector conformance agents; do
   passed=$((passed + $(count "$out/$file.txt" passed)))
   failed=$((failed + $(count "$out/$file.txt" failed)))
 done
