@@ -67,7 +67,9 @@ async function signInWhenOpened(urls, running) {
   let done = false;
   running.then(() => { done = true; });
   for (const started = Date.now(); Date.now() - started < WAIT && !done; await sleep(200)) {
-    const url = existsSync(urls) ? readFileSync(urls, "utf8").split("\n")[0] : "";
+    // A line once it is whole (the opener writes it with its newline).
+    const written = existsSync(urls) ? readFileSync(urls, "utf8") : "";
+    const url = written.includes("\n") ? written.split("\n")[0] : "";
     if (url) return signInAs(browser, new URL(url)).catch((e) => `error: ${e.message}`);
   }
   return "the agent opened no URL";
