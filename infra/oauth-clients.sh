@@ -11,8 +11,12 @@
 # in a virtual environment of its own from requirements-python-sdk.txt)
 # with registration, and the MCP Inspector's web UI (tests/inspector/
 # sign_in.mjs: switched on, it signs in and runs a tool); headless Chromium
-# drives the pages (tests/clients/sign_in.mjs). The consent page's picture lands in
-# .tmp/oauth-clients/consent.png.
+# drives the pages (tests/clients/sign_in.mjs). Then the official conformance
+# suite's `authorization` scenarios (tests/clients/conformance_authorization.mjs,
+# the suite pinned in tests/conformance), and two coding agents, Claude Code
+# and Gemini CLI, pinned in tests/agents, each signing in and calling a tool
+# with a scripted model on loopback (tests/agents/agents.mjs). The consent
+# page's picture lands in .tmp/oauth-clients/consent.png.
 #
 #   bash infra/oauth-clients.sh
 #
@@ -24,6 +28,8 @@ out="$STATE_DIR/oauth-clients"
 rm -rf "$out" && mkdir -p "$out/mcp-remote"
 node_bin="$(node22)"
 npm_ci_pinned "$dir"
+npm_ci_pinned "$ROOT/tests/conformance"
+npm_ci_pinned "$ROOT/tests/agents"
 chromium="$(chromium_bin)" || { echo "oauth-clients: no Chromium that starts (apt-get install chromium as root, or set CHROMIUM)" >&2; exit 1; }
 debug_build -q ||
   { echo "oauth-clients: the authorization server or the everything function did not build" >&2; exit 1; }
@@ -88,9 +94,17 @@ else
   echo "inspector sign-in: 0 passed, 1 failed" | tee "$out/inspector.txt"
   status=1
 fi
+# The conformance suite's authorization scenarios, its output in the log.
+CHROMIUM="$chromium" "$node_bin" "$dir/conformance_authorization.mjs" \
+  "$ROOT/tests/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js" "$origin" "$origin/mcp" "$out" |
+  tee "$out/conformance.txt" || status=1
+# Claude Code and Gemini CLI, homes and settings of their own under $out/agents.
+mkdir -p "$out/agents"
+CHROMIUM="$chromium" "$node_bin" "$ROOT/tests/agents/agents.mjs" "$origin/mcp" "$out/agents" "$out/mcp.log" "$out/authorization.log" |
+  tee "$out/agents.txt" || status=1
 count() { tail -n 1 "$1" | grep -Eo "[0-9]+ $2" | cut -d' ' -f1 || echo 1; }
 passed=0 failed=0
-for file in checks python inspector; do
+for file in checks python inspector conformance agents; do
   passed=$((passed + $(count "$out/$file.txt" passed)))
   failed=$((failed + $(count "$out/$file.txt" failed)))
 done

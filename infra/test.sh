@@ -20,7 +20,9 @@
 #               as the local server and under cargo lambda watch
 #               (infra/smoke.sh); the README's curl examples and the MCP
 #               Inspector (CLI and web UI); real clients signing in through
-#               the stack's own authorization server (infra/oauth-clients.sh);
+#               the stack's own authorization server (infra/oauth-clients.sh:
+#               SDK clients, the Inspector, the conformance suite's
+#               authorization scenarios, Claude Code and Gemini CLI);
 #               the official MCP conformance suite in three set-ups
 #               (infra/conformance-setups.sh)
 # The lanes share the emulator, which `rust` started; nothing in `serve`
