@@ -63,6 +63,8 @@ function run(command, args, options, onOutput = () => {}) {
 }
 
 /** Signs in at the first URL the agent opens, once it opens one; the consent page's text, or why not. */
+const CLAUDE_CODE = "https://claude.ai/oauth/claude-code-client-metadata";
+
 async function signInWhenOpened(urls, running) {
   let done = false;
   running.then(() => { done = true; });
@@ -114,11 +116,12 @@ async function claudeCode() {
   console.log(`# Claude Code opened: ${opened.slice(0, 200)}`);
   console.log(`# Claude Code said: ${plain(said).trim().split("\n").slice(-2).join(" | ")}`);
   check("Claude Code: signs in with its metadata document's URL as client id",
-    new URL(opened || "http://x").searchParams.get("client_id") === "https://claude.ai/oauth/claude-code-client-metadata", opened);
+    new URL(opened || "http://x").searchParams.get("client_id") === CLAUDE_CODE, opened);
   check("Claude Code: the consent page names it", shown.includes("Claude Code"), shown.slice(0, 400));
   // Its document's host is out of reach here: the pinned copy stood in.
   const pinned = readFileSync(authorizationLog, "utf8").split("\n").find((line) =>
-    line.includes('client_id="https://claude.ai/oauth/claude-code-client-metadata"') && line.includes('stand_in="pinned copy"'));
+    line.includes('event="document_fetch_failed"') && line.includes(`client_id="${CLAUDE_CODE}"`) &&
+    line.includes("the pinned copy stood in"));
   check("Claude Code: the authorization server's pinned copy of its document stood in", Boolean(pinned),
     "no such line in the authorization server's log");
   check("Claude Code: `claude mcp login` succeeded", code === 0, `exit ${code}: ${plain(said).slice(-600)}`);
@@ -142,6 +145,13 @@ async function claudeCode() {
   check("Claude Code: refreshed its access token, without signing in again",
     after.accessToken && after.accessToken !== before && lines(env.OPENED_URLS).length === 1,
     `${after.accessToken === before ? "the same token" : "a new token"}, ${lines(env.OPENED_URLS).length} sign-ins`);
+  // The authorization server's own account: one sign-in and a refresh, by this client, and no token in its log.
+  const logged = readFileSync(authorizationLog, "utf8").split("\n").filter((line) => line.includes(`client_id="${CLAUDE_CODE}"`));
+  const events = (name) => logged.filter((line) => line.includes(`event="${name}"`)).length;
+  check("Claude Code: the authorization server logged its sign-in and its refresh",
+    events("sign_in") >= 1 && events("refresh") >= 1, `sign_in ${events("sign_in")}, refresh ${events("refresh")}`);
+  check("the authorization server's log holds no token", !/eyJ[A-Za-z0-9_-]{10,}\.|refresh_token=|access_token=/.test(readFileSync(authorizationLog, "utf8")),
+    "a JWT or a token parameter in the log");
 }
 
 async function geminiCli() {
