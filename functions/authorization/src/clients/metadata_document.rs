@@ -193,7 +193,8 @@ impl MetadataDocuments {
             let pinned = self.pins.document(client_id)?;
             parse(client_id, url, pinned.as_bytes()).ok().map(|client| (client, "the pinned copy stood in"))
         });
-        let outcome = format!("{why}; {}", stand_in.as_ref().map_or("no copy stood in: 503", |(_, which)| *which));
+        // What happened first: the reason may be long, and the line is capped.
+        let outcome = format!("{}; {why}", stand_in.as_ref().map_or("no copy stood in: 503", |(_, which)| *which));
         sign_in_log::record(Facts::new(Event::DocumentFetchFailed, client_id).saying(&outcome));
         match stand_in {
             Some((client, _)) => {
