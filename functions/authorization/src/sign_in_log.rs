@@ -55,7 +55,7 @@ impl Event {
 
 /// How a client id is known, for the `ClientKind` dimension.
 pub fn client_kind(client_id: &str) -> &'static str {
-    if crate::clients::is_metadata_document_id(client_id) { "metadata_document" } else { "registration" }
+    if crate::clients::kind::is_metadata_document_id(client_id) { "metadata_document" } else { "registration" }
 }
 
 /// One event's facts.

@@ -5,6 +5,7 @@
 //!   which is the registration itself, sealed ([`registration`]).
 
 pub mod authentication;
+pub mod kind;
 pub mod last_good;
 pub mod metadata_document;
 pub mod metadata_fetch;
@@ -18,7 +19,10 @@ use mcp_stateless::edge::bearer::key_set::Lookup;
 use serde::{Deserialize, Serialize};
 
 use self::authentication::AssertionError;
-pub use self::authentication::{Authentication, Verified};
+pub use self::{
+    authentication::{Authentication, Verified},
+    kind::is_metadata_document_id,
+};
 use self::{
     metadata_document::MetadataDocuments,
     redirect::{Destination, RedirectUri},
@@ -148,12 +152,6 @@ impl Clients {
 
 fn refused(error: AssertionError) -> ClientError {
     ClientError::Unknown(error.to_string())
-}
-
-/// Whether `client_id` names a metadata document (an https URL) rather
-/// than a registration this server sealed.
-pub fn is_metadata_document_id(client_id: &str) -> bool {
-    client_id.starts_with("https://")
 }
 
 /// A name cut to [`MAX_CLIENT_NAME_CHARS`], control characters dropped.
