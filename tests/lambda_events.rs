@@ -131,7 +131,10 @@ async fn behind_a_base_path_mapping_the_function_serves_under_it() {
     assert_eq!(response.status(), 200);
     let Body::Text(text) = response.body() else { panic!("no body") };
     let document: Value = serde_json::from_str(text).unwrap();
-    assert_eq!((document["resource"].as_str(), document["authorization_servers"][0].as_str()), (Some(resource), Some("https://mcp.example.com/tools")));
+    assert_eq!(
+        (document["resource"].as_str(), document["authorization_servers"][0].as_str()),
+        (Some(resource), Some("https://mcp.example.com/tools"))
+    );
 }
 
 #[tokio::test]

@@ -153,7 +153,9 @@ impl OAuthSettings {
         // from it would be the attacker's (tokens and metadata naming their
         // domain), and clients compare the issuer byte for byte.
         if issuer.is_none() && deployment.on_lambda() {
-            return Err(format!("{ISSUER} must name this server's issuer (https://<public domain><base path>): on AWS it is never taken from a request"));
+            return Err(format!(
+                "{ISSUER} must name this server's issuer (https://<public domain><base path>): on AWS it is never taken from a request"
+            ));
         }
         let lower = |name| variables.list(name).into_iter().map(|host| host.to_ascii_lowercase()).collect();
         Ok(Self {
@@ -202,7 +204,9 @@ fn checked_issuer(issuer: String, base_path: &str) -> Result<String, String> {
         return Err(format!("{ISSUER} must be an https URL (http only on loopback) without query or fragment, not {issuer:?}"));
     }
     if issuer.ends_with('/') {
-        return Err(format!("{ISSUER} must not end with /: clients compare it byte for byte with the authorization_servers they were given"));
+        return Err(format!(
+            "{ISSUER} must not end with /: clients compare it byte for byte with the authorization_servers they were given"
+        ));
     }
     if url.path().trim_end_matches('/') != base_path {
         return Err(format!(
