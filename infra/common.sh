@@ -136,8 +136,9 @@ wait_for() {
 # start_sign_in_stack BIN ADDR NODE OUT [NAME=VALUE...]: what a client signs
 # in to, on loopback, shaped as on AWS: an OpenID provider standing in for
 # Cognito (tests/clients/provider.mjs on NODE; its development sign-in page
-# takes any login and password), the stack's authorization server (NAME=VALUE
-# added to its environment), and the function BIN on ADDR in front of it,
+# takes any login and password), the stack's authorization server (its
+# issuer ADDR's origin, set as a deployment sets it; NAME=VALUE added to its
+# environment), and the function BIN on ADDR in front of it,
 # passing it the /oauth/ and metadata paths, so a client needs one address,
 # and verifying its tokens. The environment (local.env) is the caller's.
 # Logs go to OUT/provider.log, authorization.log and mcp.log; each process is
@@ -152,7 +153,7 @@ start_sign_in_stack() {
   pids+=($!) logs+=("$out/provider.log")
   wait_for "http://127.0.0.1:$provider_port/.well-known/openid-configuration" 100 "$out/provider.log" "${pids[-1]}" ||
     { say "the OpenID provider (tests/clients/provider.mjs) did not start" >&2; return 1; }
-  env MCP_OAUTH_LOCAL_ADDR="127.0.0.1:$as_port" \
+  env MCP_OAUTH_LOCAL_ADDR="127.0.0.1:$as_port" MCP_OAUTH_ISSUER="$origin" \
     MCP_OAUTH_UPSTREAM_ISSUER="http://127.0.0.1:$provider_port" \
     MCP_OAUTH_UPSTREAM_CLIENT_ID=stack-authorization-server \
     MCP_OAUTH_UPSTREAM_CLIENT_SECRET=provider-test-secret \

@@ -122,7 +122,7 @@ def authorization_section(args, base, bundle, group, memory):
                        aws_access_key_id=emulator["AWS_ACCESS_KEY_ID"], aws_secret_access_key=emulator["AWS_SECRET_ACCESS_KEY"])
     key = kms.create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["Arn"]
     env = dict(base, AWS_LAMBDA_FUNCTION_MEMORY_SIZE=str(memory), SSL_CERT_FILE=str(bundle.parent / "ca.pem"),
-               MCP_OAUTH_SIGNING_KEY_ID=key, MCP_TRANSPORT="buffered")
+               MCP_OAUTH_SIGNING_KEY_ID=key, MCP_OAUTH_ISSUER="https://mcp.example.com", MCP_TRANSPORT="buffered")
     discover = json.dumps(event("buffered", "discover", "bench")).encode()
     runs = {kind: [] for kind in (*AUTHORIZATION_KINDS, "mcp discover")}
     for _ in range(args.starts):

@@ -135,6 +135,7 @@ async fn start_at(backends: Backends, fetcher: GuardedFetcher, front: Option<Soc
         variables.insert("MCP_OAUTH_UPSTREAM_CLIENT_SECRET", openid_provider::CLIENT_SECRET.to_owned());
     }
     let settings = OAuthSettings::read(Mode::Local, &Variables::new(|name| variables.get(name).cloned())).unwrap();
+    let configured_issuer = settings.issuer.clone();
     let clock = backends.clock;
     let seals = Seals::new(backends.sealer, AUDIENCE);
     let documents = MetadataDocuments::new(fetcher, clock.clone(), Duration::from_secs(60))
@@ -160,8 +161,9 @@ async fn start_at(backends: Backends, fetcher: GuardedFetcher, front: Option<Soc
     let addr = listener.local_addr().unwrap();
     tokio::spawn(authorization::entry::serve_local(Arc::new(server), listener));
     let (authorization, addr) = (addr, front.unwrap_or(addr));
-    *provider.callback.lock().unwrap() = format!("http://{addr}/oauth/callback");
-    Stack { addr, authorization, issuer: format!("http://{addr}"), provider }
+    let issuer = configured_issuer.unwrap_or_else(|| format!("http://{addr}"));
+    *provider.callback.lock().unwrap() = format!("{issuer}/oauth/callback");
+    Stack { addr, authorization, issuer, provider }
 }
 
 /// A stack on memory but for its document copies (`copies`), fetching with `fetcher`.
@@ -469,6 +471,48 @@ async fn the_metadata_says_what_spec_following_clients_need() {
     }
     let keys = stack.get("/oauth/jwks", None).await.json();
     assert_eq!((keys["keys"][0]["kty"].as_str(), keys["keys"][0]["alg"].as_str()), (Some("EC"), Some("ES256")));
+}
+
+/// The issuer is the deployment's (`MCP_OAUTH_ISSUER`), whatever `Host` a
+/// request carries: on a custom domain with and without a base path, and on
+/// a REST API's stage, the metadata at every well-known path, the
+/// authorization response's `iss` (RFC 9207) and the access token's `iss`
+/// are that one string, byte for byte.
+#[tokio::test]
+async fn a_configured_issuer_is_the_one_every_document_and_token_names() {
+    for (issuer, base_path) in [
+        ("https://mcp.example.com", ""),
+        ("https://mcp.example.com/tools", "/tools"),
+        ("https://abc123.execute-api.eu-west-1.amazonaws.com/api", "/api"),
+    ] {
+        let stack = start_at(in_memory(), no_documents(), None, &[("MCP_OAUTH_ISSUER", issuer), ("MCP_BASE_PATH", base_path)]).await;
+        // Each form a client builds from the issuer (RFC 8414 path
+        // insertion, OpenID appending), as it reaches the function: with
+        // the base path (a custom domain's mapping) or without (a stage).
+        let mut paths = Vec::new();
+        for well_known in ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"] {
+            paths.extend([well_known.to_owned(), format!("{well_known}{base_path}"), format!("{base_path}{well_known}")]);
+        }
+        for path in &paths {
+            let own = path.strip_prefix(base_path).filter(|p| p.starts_with('/')).unwrap_or(path);
+            assert!(authorization::discovery::is_metadata_path(own, base_path), "{path}");
+            for host in ["attacker.example", "127.0.0.1:1", "mcp.example.com:8443"] {
+                let reply = send_to(stack.addr, "GET", path, &[("host".to_owned(), host.to_owned())], Vec::new()).await;
+                assert_eq!(reply.status, 200, "{path}");
+                assert_eq!(reply.json()["issuer"], issuer, "{path} with Host {host}");
+            }
+        }
+        // A sign-in (its Host loopback, which an unset issuer would follow):
+        // `code` checks the authorization response's iss.
+        let client_id = stack.client(&[LOOPBACK_REDIRECT]).await;
+        let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+        let tokens = stack.exchange(&client_id, &code, VERIFIER, &[]).await;
+        assert_eq!(tokens.status, 200, "{:?}", tokens.body);
+        let access = tokens.json()["access_token"].as_str().unwrap().to_owned();
+        let payload = URL_SAFE_NO_PAD.decode(access.split('.').nth(1).unwrap()).unwrap();
+        let claims: Value = serde_json::from_slice(&payload).unwrap();
+        assert_eq!((claims["iss"].as_str(), claims["aud"].as_str()), (Some(issuer), Some(format!("{issuer}/mcp").as_str())));
+    }
 }
 
 #[tokio::test]

@@ -110,6 +110,33 @@ async fn protected_resource_metadata_is_served_without_auth_at_both_paths() {
     assert_eq!(mcp_stateless::edge::lambda::handle_event(&fixtures(Mode::Lambda), request).await.status(), 404);
 }
 
+/// Behind a custom domain's base path mapping (`PublicBaseUrl`
+/// `https://mcp.example.com/tools`), API Gateway leaves the mapping's key in
+/// the path; `MCP_BASE_PATH` names it, and the function serves its paths
+/// under it, naming the metadata where clients reach it.
+#[tokio::test]
+async fn behind_a_base_path_mapping_the_function_serves_under_it() {
+    use mcp_stateless::edge::protected_resource::ResourceMetadata;
+    let resource = "https://mcp.example.com/tools/mcp";
+    let mut metadata = ResourceMetadata::new(vec!["https://mcp.example.com/tools".into()], vec!["mcp".into()]).with_base_path("/tools");
+    metadata.resource = Some(resource.into());
+    let endpoint = fixtures(Mode::Lambda).with_resource_metadata(metadata);
+    let (mut request, _) = fixture("apigw-v2-tools-list.json");
+    *request.uri_mut() = "/tools/mcp".parse().unwrap();
+    assert_eq!(mcp_stateless::edge::lambda::handle_event(&endpoint, request).await.status(), 200);
+    let (mut request, _) = fixture("apigw-v2-tools-list.json");
+    *request.method_mut() = http::Method::GET;
+    *request.uri_mut() = "/tools/.well-known/oauth-protected-resource/mcp".parse().unwrap();
+    let response = mcp_stateless::edge::lambda::handle_event(&endpoint, request).await;
+    assert_eq!(response.status(), 200);
+    let Body::Text(text) = response.body() else { panic!("no body") };
+    let document: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        (document["resource"].as_str(), document["authorization_servers"][0].as_str()),
+        (Some(resource), Some("https://mcp.example.com/tools"))
+    );
+}
+
 #[tokio::test]
 async fn a_verified_token_without_a_subject_or_issuer_is_refused_not_anonymous() {
     let path = format!("{}/fixtures/apigw-v2-tools-list.json", env!("CARGO_MANIFEST_DIR"));

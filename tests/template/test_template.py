@@ -889,8 +889,8 @@ def test_streaming_auth_requires_the_cognito_scope_on_mcp_only(streaming):
             # It trusts the stack's own issuer, for this endpoint, with the scopes published.
             assert variables["MCP_JWT_ISSUER"] == issuer
             assert variables["MCP_JWT_AUDIENCE"] == {"Fn::Sub": OAUTH_ISSUER["streaming"]["Fn::Sub"] + "/mcp"}
-            custom = translate("oauth", Transport="streaming", ResourceUrl="https://mcp.example.com/mcp")
-            assert function(custom, "McpFunction")["Environment"]["Variables"]["MCP_JWT_AUDIENCE"] == {"Ref": "ResourceUrl"}
+            custom = translate("oauth", Transport="streaming", PublicBaseUrl="https://mcp.example.com")
+            assert function(custom, "McpFunction")["Environment"]["Variables"]["MCP_JWT_AUDIENCE"] == {"Fn::Sub": "${PublicBaseUrl}/mcp"}
             assert variables["MCP_JWT_SCOPES"] == variables["MCP_SCOPES_SUPPORTED"] == {"Ref": "ScopesSupported"}
         return
     assert mcp["AuthorizationType"] == "COGNITO_USER_POOLS"
@@ -1020,6 +1020,108 @@ def test_only_jwt_with_streaming_has_the_function_verify_tokens(mode, transport)
     assert not [k for k, r in template["Resources"].items() if r["Type"].startswith("AWS::Cognito::")]
     (deployment,) = resources(template, "AWS::ApiGateway::Deployment")
     assert the(template, "AWS::ApiGateway::Stage")["DeploymentId"] == {"Ref": deployment}
+
+
+# What the deployment-specific names stand for when a test reads a value:
+# pseudo-parameters as the translator fills them, each resource by its name.
+PSEUDO = {"AWS::Region": "eu-west-1", "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "stack"}
+# Every deployment shape AuthMode oauth is served in: the API's own domain
+# on either transport, and a custom domain with and without a base path.
+PUBLIC_BASE_URLS = ["", "https://mcp.example.com", "https://mcp.example.com/tools"]
+
+
+def deployed(node, params):
+    """The string CloudFormation makes of `node` (resolved for `params`):
+    Fn::Sub, Fn::Select, Fn::Split and Fn::Join evaluated, parameters and
+    pseudo-parameters by value, a resource's Ref by its logical name."""
+    declared = load_template(ROOT / "template.yaml")["Parameters"]
+    values = {name: str(p.get("Default", "")) for name, p in declared.items()} | PSEUDO | params
+
+    def ref(name):
+        return values.get(name, name)
+
+    if isinstance(node, (str, list)):
+        return [deployed(n, params) for n in node] if isinstance(node, list) else node
+    ((function_, argument),) = node.items()
+    if function_ == "Ref":
+        return ref(argument)
+    if function_ == "Fn::Sub":
+        text, extra = (argument, {}) if isinstance(argument, str) else argument
+        extra = {k: deployed(v, params) for k, v in extra.items()}
+        return re.sub(r"\$\{([^}]+)\}", lambda m: extra[m.group(1)] if m.group(1) in extra else ref(m.group(1)), text)
+    if function_ == "Fn::Select":
+        index, items = argument
+        return deployed(items, params)[int(index)]
+    if function_ == "Fn::Split":
+        separator, text = argument
+        return deployed(text, params).split(separator)
+    if function_ == "Fn::Join":
+        separator, items = argument
+        return separator.join(deployed(items, params))
+    raise AssertionError(f"not understood: {node}")
+
+
+@pytest.mark.parametrize("transport", ["buffered", "streaming"])
+@pytest.mark.parametrize("public", PUBLIC_BASE_URLS)
+def test_one_issuer_in_every_deployment_shape(transport, public):
+    # Claude Desktop compares the metadata's issuer with the
+    # authorization_servers entry byte for byte; Claude Code compares iss
+    # (RFC 9207). Every expression naming the issuer must be one string.
+    params = {"AuthMode": "oauth", "Transport": transport, "PublicBaseUrl": public}
+    template = translate("oauth", Transport=transport, PublicBaseUrl=public)
+    own = {"buffered": "https://McpApi.execute-api.eu-west-1.amazonaws.com", "streaming": "https://McpRestApi.execute-api.eu-west-1.amazonaws.com/api"}
+    issuer = public or own[transport]
+    mcp = function(template, "McpFunction")["Environment"]["Variables"]
+    authorization = function(template, "AuthorizationFunction")["Environment"]["Variables"]
+    named = {
+        "MCP_AUTHORIZATION_SERVERS[0]": deployed(mcp["MCP_AUTHORIZATION_SERVERS"], params).split(",")[0],
+        "MCP_OAUTH_ISSUER": deployed(authorization["MCP_OAUTH_ISSUER"], params),
+        "AuthorizationServerIssuer": deployed(template["Outputs"]["AuthorizationServerIssuer"]["Value"], params),
+    }
+    # Who verifies the tokens: the HTTP API's JWT authorizer, or the function.
+    if transport == "buffered":
+        jwt = template["Resources"]["JwtAuthorizer"]["Properties"]["JwtConfiguration"]
+        named["JwtAuthorizer issuer"] = deployed(jwt["Issuer"], params)
+        audiences = deployed(jwt["Audience"], params)
+        assert deployed(mcp["MCP_JWT_ISSUER"], params) == ""
+    else:
+        named["MCP_JWT_ISSUER"] = deployed(mcp["MCP_JWT_ISSUER"], params)
+        audiences = deployed(mcp["MCP_JWT_AUDIENCE"], params).split(",")
+    assert named == dict.fromkeys(named, issuer)
+    # The tokens are for the endpoint clients were given (RFC 8707), where
+    # the metadata says; the sign-in comes back to the issuer's own callback.
+    endpoint = deployed(template["Outputs"]["McpEndpointUrl"]["Value"], params)
+    assert endpoint == f"{issuer}/mcp" and audiences == [endpoint]
+    if public:
+        assert deployed(mcp["MCP_RESOURCE"], params) == deployed(authorization["MCP_RESOURCE"], params) == endpoint
+    metadata = deployed(template["Outputs"]["ProtectedResourceMetadataUrl"]["Value"], params)
+    assert metadata == f"{issuer}/.well-known/oauth-protected-resource/mcp"
+    (callback,) = template["Resources"]["AuthorizationServerClient"]["Properties"]["CallbackURLs"]
+    assert deployed(callback, params) == deployed(template["Outputs"]["AuthorizationCallbackUrl"]["Value"], params) == f"{issuer}/oauth/callback"
+    # Requests arrive under the issuer's path (a stage, a mapping's key):
+    # both functions take it off (the code drops a trailing slash).
+    base_path = re.sub(r"^https://[^/]+", "", issuer)
+    for variables in (mcp, authorization):
+        assert deployed(variables["MCP_BASE_PATH"], params).rstrip("/") == base_path
+
+
+def test_the_public_base_url_is_one_clients_can_compare():
+    pattern = load_template(ROOT / "template.yaml")["Parameters"]["PublicBaseUrl"]["AllowedPattern"]
+    for accepted in ["", "https://mcp.example.com", "https://mcp.example.com/tools", "https://a.b.example.co.uk/v1.2_x-y"]:
+        assert re.fullmatch(pattern, accepted), accepted
+    for refused in [
+        "https://mcp.example.com/",
+        "https://mcp.example.com/tools/",
+        "http://mcp.example.com",
+        "https://mcp.example.com:8443",
+        "https://mcp.example.com?x=1",
+        "https://mcp.example.com#x",
+        "https://MCP.example.com",
+        "https://mcp.example.com/a/b",
+        "https://localhost",
+        "mcp.example.com",
+    ]:
+        assert not re.fullmatch(pattern, refused), refused
 
 
 def failed_assertions(params):

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
-use mcp_stateless::{clock::Clock, edge::protected_resource::scheme_for, sealed::redemption::RedemptionLedger};
+use mcp_stateless::{clock::Clock, sealed::redemption::RedemptionLedger};
 use serde_json::json;
 use url::form_urlencoded;
 
@@ -72,7 +72,8 @@ pub(crate) fn sender<B>(request: &Request<B>) -> &str {
 
 /// This server's URLs as clients see them, for one request.
 pub struct Endpoints {
-    /// The issuer: `MCP_OAUTH_ISSUER`, else the request's origin and base path.
+    /// The issuer: `MCP_OAUTH_ISSUER`, else (locally only) the request's
+    /// loopback origin and base path.
     pub issuer: String,
     /// The MCP endpoint tokens are for.
     pub resource: String,
@@ -117,10 +118,7 @@ impl AuthorizationServer {
     /// This server's URLs for a request to `host`.
     pub fn endpoints(&self, headers: &HeaderMap) -> Endpoints {
         let settings = &self.parts.settings;
-        let issuer = settings.issuer.clone().unwrap_or_else(|| {
-            let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("localhost");
-            format!("{}://{host}{}", scheme_for(host), settings.base_path)
-        });
+        let issuer = settings.issuer_for(headers.get(header::HOST).and_then(|v| v.to_str().ok()));
         let resource = settings.resource.clone().unwrap_or_else(|| format!("{issuer}/mcp"));
         Endpoints { issuer, resource }
     }

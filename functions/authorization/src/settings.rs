@@ -6,7 +6,7 @@
 //! the process runs locally.
 
 use base64::{Engine, engine::general_purpose::STANDARD};
-use mcp_stateless::{Deployment, Mode, settings::Variables};
+use mcp_stateless::{Deployment, Entry, Mode, loopback::is_loopback_authority, settings::Variables};
 
 use crate::lifetimes::Lifetimes;
 
@@ -40,8 +40,9 @@ pub const SIGNING_KEY_ID: &str = "MCP_OAUTH_SIGNING_KEY_ID";
 /// `MCP_OAUTH_LOCAL_ADDR`: where the local server listens (the MCP
 /// server's `MCP_LOCAL_AUTHORIZATION_SERVER` names it).
 pub const LOCAL_ADDR: &str = "MCP_OAUTH_LOCAL_ADDR";
-/// `MCP_OAUTH_ISSUER`: this server's issuer URL. Unset: the request's own
-/// origin and `MCP_BASE_PATH`.
+/// `MCP_OAUTH_ISSUER`: this server's issuer URL, as the deployment publishes
+/// it (`template.yaml` derives it from `PublicBaseUrl`). Required on
+/// Lambda; unset locally, the request's loopback origin and `MCP_BASE_PATH`.
 pub const ISSUER: &str = "MCP_OAUTH_ISSUER";
 
 /// The OpenID provider behind the sign-in, and this server's client there.
@@ -78,7 +79,7 @@ pub struct OAuthSettings {
     /// them; locally it listens at `MCP_OAUTH_LOCAL_ADDR`, else
     /// [`DEFAULT_LOCAL_ADDR`].
     pub deployment: Deployment,
-    /// `MCP_OAUTH_ISSUER`, if set.
+    /// `MCP_OAUTH_ISSUER`; `None` only locally (see [`ISSUER`]).
     pub issuer: Option<String>,
     /// `MCP_RESOURCE`: the MCP endpoint tokens are for. Unset: the issuer
     /// with `/mcp` appended.
@@ -149,12 +150,22 @@ impl OAuthSettings {
         if deployment.shared_state && signing_key_id.is_none() {
             return Err(format!("{SIGNING_KEY_ID} must name the KMS signing key: a key made in the process is for local runs"));
         }
+        let base_path = variables.text("MCP_BASE_PATH").unwrap_or_default().trim_end_matches('/').to_owned();
+        let issuer = variables.text(ISSUER).map(|issuer| checked_issuer(issuer, &base_path)).transpose()?;
+        // A Host header is the client's to write: on Lambda an issuer taken
+        // from it would be the attacker's (tokens and metadata naming their
+        // domain), and clients compare the issuer byte for byte.
+        if issuer.is_none() && deployment.on_lambda() {
+            return Err(format!(
+                "{ISSUER} must name this server's issuer (https://<public domain><base path>): on AWS it is never taken from a request"
+            ));
+        }
         let lower = |name| variables.list(name).into_iter().map(|host| host.to_ascii_lowercase()).collect();
         Ok(Self {
             deployment,
-            issuer: variables.text(ISSUER).map(|issuer| issuer.trim_end_matches('/').to_owned()),
+            issuer,
             resource: variables.text("MCP_RESOURCE"),
-            base_path: variables.text("MCP_BASE_PATH").unwrap_or_default().trim_end_matches('/').to_owned(),
+            base_path,
             scopes,
             upstream,
             cimd_trusted_hosts: lower(CIMD_TRUSTED_HOSTS),
@@ -166,6 +177,48 @@ impl OAuthSettings {
             lifetimes: Lifetimes::default(),
         })
     }
+
+    /// The issuer for a request whose `Host` header is `host`: the
+    /// configured one, whatever the request says. Locally and unset, the
+    /// request's origin if it is loopback (the MCP server forwards with its
+    /// own `Host`), else the address this server listens at.
+    pub fn issuer_for(&self, host: Option<&str>) -> String {
+        if let Some(issuer) = &self.issuer {
+            return issuer.clone();
+        }
+        let listening = match &self.deployment.entry {
+            Entry::Local { addr } => addr.as_str(),
+            Entry::Lambda => DEFAULT_LOCAL_ADDR,
+        };
+        let host = host.filter(|host| is_loopback_authority(host)).unwrap_or(listening);
+        format!("http://{host}{}", self.base_path)
+    }
+}
+
+/// `issuer` if clients can find and compare it: https (http on a loopback
+/// host), no query, fragment or trailing slash (clients compare the
+/// metadata's `issuer` with the URL they built it from byte for byte, RFC
+/// 8414 section 3.3), and its path the `base_path` requests arrive under,
+/// where its well-known URLs reach this function.
+fn checked_issuer(issuer: String, base_path: &str) -> Result<String, String> {
+    let url = url::Url::parse(&issuer).map_err(|_| format!("{ISSUER} is not a URL: {issuer:?}"))?;
+    let loopback = url.host().is_some_and(|host| mcp_stateless::loopback::is_loopback_host(&host));
+    let secure = url.scheme() == "https" || (url.scheme() == "http" && loopback);
+    if !secure || url.host().is_none() || url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+        return Err(format!("{ISSUER} must be an https URL (http only on loopback) without query or fragment, not {issuer:?}"));
+    }
+    if issuer.ends_with('/') {
+        return Err(format!(
+            "{ISSUER} must not end with /: clients compare it byte for byte with the authorization_servers they were given"
+        ));
+    }
+    if url.path().trim_end_matches('/') != base_path {
+        return Err(format!(
+            "{ISSUER}'s path ({:?}) must be MCP_BASE_PATH ({base_path:?}): clients fetch the metadata under the issuer's path",
+            url.path().trim_end_matches('/')
+        ));
+    }
+    Ok(issuer)
 }
 
 /// `ids` if each may be trusted: a metadata document's https URL, whose
@@ -228,6 +281,7 @@ mod tests {
             (UPSTREAM_ISSUER, "https://idp.example.com"),
             (UPSTREAM_CLIENT_ID, "abc"),
             (SIGNING_KEY_ID, "alias/k"),
+            (ISSUER, "https://mcp.example.com"),
             (UPSTREAM_CLIENT_SECRET_SEALED, sealed),
         ];
         pairs.extend_from_slice(extra);
@@ -282,5 +336,50 @@ mod tests {
         }
         let error = read(Mode::Local, &[("MCP_SCOPES_SUPPORTED", "mcp,offline_access")]).unwrap_err();
         assert!(error.contains("offline_access"), "{error}");
+    }
+
+    #[test]
+    fn on_lambda_the_issuer_is_configured_and_never_read_from_a_request() {
+        let key = (SIGNING_KEY_ID, "alias/k");
+        let error = read(Mode::Lambda, &[key]).unwrap_err();
+        assert!(error.contains(ISSUER) && error.contains("never taken from a request"), "{error}");
+        // The deployment shapes: the API's own domain (an HTTP API, a REST
+        // API's stage), a custom domain with and without a base path.
+        for (issuer, base_path) in [
+            ("https://abc123.execute-api.eu-west-1.amazonaws.com", ""),
+            ("https://abc123.execute-api.eu-west-1.amazonaws.com/api", "/api"),
+            ("https://mcp.example.com", ""),
+            ("https://mcp.example.com/tools", "/tools"),
+        ] {
+            let settings = read(Mode::Lambda, &[key, (ISSUER, issuer), ("MCP_BASE_PATH", base_path)]).unwrap();
+            for forged in [Some("evil.example.com"), Some("127.0.0.1:3000"), None] {
+                assert_eq!(settings.issuer_for(forged), issuer, "{forged:?}");
+            }
+        }
+        for (refused, why) in [
+            ("https://mcp.example.com/", "byte for byte"),
+            ("http://mcp.example.com", "https"),
+            ("https://mcp.example.com?x=1", "https"),
+            ("https://mcp.example.com#x", "https"),
+            ("mcp.example.com", "not a URL"),
+            ("https://mcp.example.com/tools", "MCP_BASE_PATH"),
+        ] {
+            let error = read(Mode::Lambda, &[key, (ISSUER, refused)]).unwrap_err();
+            assert!(error.contains(ISSUER) && error.contains(why), "{refused}: {error}");
+        }
+        let staged = read(Mode::Lambda, &[key, (ISSUER, "https://mcp.example.com"), ("MCP_BASE_PATH", "/api")]).unwrap_err();
+        assert!(staged.contains("MCP_BASE_PATH"), "{staged}");
+    }
+
+    #[test]
+    fn locally_an_unset_issuer_follows_a_loopback_host_only() {
+        let local = read(Mode::Local, &[(LOCAL_ADDR, "127.0.0.1:4001"), ("MCP_BASE_PATH", "/api")]).unwrap();
+        assert_eq!(local.issuer_for(Some("localhost:3000")), "http://localhost:3000/api");
+        assert_eq!(local.issuer_for(Some("127.0.0.1:3000")), "http://127.0.0.1:3000/api");
+        for other in [Some("evil.example.com"), Some("localhost.evil.example"), None] {
+            assert_eq!(local.issuer_for(other), "http://127.0.0.1:4001/api", "{other:?}");
+        }
+        let configured = read(Mode::Local, &[(ISSUER, "http://127.0.0.1:3000")]).unwrap();
+        assert_eq!(configured.issuer_for(Some("localhost:9999")), "http://127.0.0.1:3000");
     }
 }

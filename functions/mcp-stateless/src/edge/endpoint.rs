@@ -125,6 +125,11 @@ impl<S: ServerHandler + Clone> McpEndpoint<S> {
         self
     }
 
+    /// What clients see before the function's own paths (`MCP_BASE_PATH`).
+    pub(crate) fn base_path(&self) -> &str {
+        &self.resource_metadata.base_path
+    }
+
     /// Verifies every MCP request's bearer token with `verifier`; the
     /// principal is the token's (`iss`, `sub`).
     pub fn with_bearer(mut self, verifier: BearerVerifier) -> Self {

@@ -54,7 +54,7 @@ pub(crate) async fn serve_lambda<S: ServerHandler + Clone>(endpoint: Arc<McpEndp
 /// One Lambda event through the edge, answered whole; public so tests can
 /// feed fixtures.
 pub async fn handle_event<S: ServerHandler + Clone>(endpoint: &McpEndpoint<S>, event: lambda_http::Request) -> lambda_http::Response<Body> {
-    let response = endpoint.handle(edge_request(event)).await;
+    let response = endpoint.handle(edge_request(event, endpoint.base_path())).await;
     let (parts, body) = response.into_parts();
     let body = match String::from_utf8(body.to_vec()) {
         Ok(text) if text.is_empty() => Body::Empty,
@@ -69,7 +69,7 @@ pub async fn handle_event_streaming<S: ServerHandler + Clone>(
     endpoint: &McpEndpoint<S>,
     event: lambda_http::Request,
 ) -> http::Response<EdgeBody> {
-    endpoint.handle_streaming(edge_request(event)).await.map(never_empty)
+    endpoint.handle_streaming(edge_request(event, endpoint.base_path())).await.map(never_empty)
 }
 
 /// A streamed response whose body stays empty keeps API Gateway waiting
@@ -94,8 +94,9 @@ fn never_empty(body: EdgeBody) -> EdgeBody {
 }
 
 /// The principal comes only from the authorizer's verified claims: any
-/// development header the client sends is ignored here.
-fn edge_request(event: lambda_http::Request) -> http::Request<Bytes> {
+/// development header the client sends is ignored here. The path loses
+/// what clients see before the function's own paths (`base_path`).
+fn edge_request(event: lambda_http::Request, base_path: &str) -> http::Request<Bytes> {
     let mut facts = match event.request_context_ref() {
         Some(RequestContext::ApiGatewayV2(ctx)) => {
             let jwt = ctx.authorizer.as_ref().and_then(|a| a.jwt.as_ref());
@@ -117,8 +118,13 @@ fn edge_request(event: lambda_http::Request) -> http::Request<Bytes> {
         _ => None,
     };
     let (mut parts, body) = event.into_parts();
-    if let Some(path) = stage.and_then(|stage| without_stage(&parts.uri, &stage)) {
-        parts.uri = path;
+    // A REST API's stage, then a custom domain's base path mapping, whose
+    // key API Gateway leaves in the path (either API).
+    let prefixes = [stage.map(|stage| format!("/{stage}")), Some(base_path.to_owned()).filter(|path| !path.is_empty())];
+    for prefix in prefixes.into_iter().flatten() {
+        if let Some(path) = without_prefix(&parts.uri, &prefix) {
+            parts.uri = path;
+        }
     }
     parts.extensions.insert(facts);
     let body = match body {
@@ -130,11 +136,12 @@ fn edge_request(event: lambda_http::Request) -> http::Request<Bytes> {
     http::Request::from_parts(parts, body)
 }
 
-/// A REST API's stage is not part of the function's paths: `lambda_http`
-/// adds it to the path unless `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is set
-/// (the template sets it); taken off here either way.
-fn without_stage(uri: &http::Uri, stage: &str) -> Option<http::Uri> {
-    let rest = uri.path().strip_prefix('/')?.strip_prefix(stage)?;
+/// `uri` without `prefix` (`/stage`, a base path), if its path starts with
+/// it. A REST API's stage is not part of the function's paths:
+/// `lambda_http` adds it unless `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is
+/// set (the template sets it); taken off here either way.
+fn without_prefix(uri: &http::Uri, prefix: &str) -> Option<http::Uri> {
+    let rest = uri.path().strip_prefix(prefix)?;
     if !rest.starts_with('/') {
         return None;
     }
