@@ -285,6 +285,9 @@ def test_the_authorization_server_gets_every_variable_it_reads_and_its_own_grant
     # Clients whose consent page is skipped: none unless the operator names them.
     assert variables["MCP_OAUTH_TRUSTED_CLIENT_IDS"] == {"Ref": "TrustedClientIds"}
     assert template["Parameters"]["TrustedClientIds"]["Default"] == ""
+    # Every shipped pin stands by unless the operator drops it.
+    assert variables["MCP_OAUTH_UNPINNED_CLIENTS"] == {"Ref": "UnpinnedClientIds"}
+    assert template["Parameters"]["UnpinnedClientIds"]["Default"] == ""
     key = template["Resources"]["TokenSigningKey"]["Properties"]
     assert (key["KeySpec"], key["KeyUsage"]) == ("ECC_NIST_P256", "SIGN_VERIFY")
     # Only the authorization server signs; the MCP function and the worker cannot.
