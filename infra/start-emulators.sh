@@ -9,6 +9,13 @@ if pid_alive "$pidfile"; then
   say "moto already running (pid $(cat "$pidfile")) on $MOTO_HOST:$MOTO_PORT"
   exit 0
 fi
+# Something else answering there already (another checkout's emulator)
+# would answer our checks while ours dies on the taken port: say so now.
+if curl -fsS -o /dev/null "http://$MOTO_HOST:$MOTO_PORT/moto-api/" 2>/dev/null; then
+  rm -f "$pidfile"
+  echo "moto did not start: $MOTO_HOST:$MOTO_PORT is taken by another emulator (another checkout's?); stop it, or set MOTO_PORT to a free port" >&2
+  exit 1
+fi
 bash "$ROOT/infra/install-tools.sh"
 nohup "$VENV/bin/python" "$ROOT/infra/moto_server.py" -H "$MOTO_HOST" -p "$MOTO_PORT" >"$STATE_DIR/moto.log" 2>&1 &
 echo $! > "$pidfile"
