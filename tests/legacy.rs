@@ -434,3 +434,79 @@ async fn a_translated_call_is_held_to_the_body_limit_its_added_meta_may_cross() 
     assert_eq!(served.status, 200, "{:?}", served.body);
     assert_eq!(served.json()["result"]["isError"], json!(false));
 }
+
+/// A session id as a forger writes one: the token's shape (`v1.`, a
+/// data key reference, a nonce, ciphertext), with a data key this
+/// deployment never made.
+fn forged_session_id() -> String {
+    use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+    let key_ref: Vec<u8> = (0..150).map(|_| rand_byte()).collect();
+    let mut raw = (key_ref.len() as u16).to_be_bytes().to_vec();
+    raw.extend_from_slice(&key_ref);
+    raw.extend((0..12 + 64).map(|_| rand_byte()));
+    format!("v1.{}", URL_SAFE_NO_PAD.encode(raw))
+}
+
+fn rand_byte() -> u8 {
+    mcp_stateless::random::bytes::<1>()[0]
+}
+
+/// One caller's forged session ids, each with a data key no instance
+/// made, cost KMS `Decrypt`s on an instance that never saw them: they
+/// spend that caller's own budget, get the session-not-found answer, and
+/// beyond the budget a retryable 503 (never a 500); another caller's
+/// genuine session, minted on another instance, still opens there.
+#[tokio::test]
+async fn one_callers_forged_session_ids_cannot_make_anothers_session_look_ended() {
+    let (minted_on, forged_on) = two_instances().await;
+    let carol = LegacyClient::initialize(minted_on, "carol", json!({})).await;
+    let window = mcp_aws::KeyWindow::default();
+    let mut statuses = Vec::new();
+    for _ in 0..window.max_decrypts_per_caller_per_minute + 5 {
+        let forged = LegacyClient { session: Some(forged_session_id()), principal: "mallory".into(), version: carol.version.clone() };
+        let reply = forged.request(forged_on, "tools/list", json!({})).await;
+        if reply.status == 503 {
+            assert!(reply.headers.contains_key("retry-after"), "{:?}", reply.headers);
+        }
+        statuses.push(reply.status);
+    }
+    let budget = window.max_decrypts_per_caller_per_minute as usize;
+    assert!(statuses[..budget].iter().all(|status| *status == 404), "{statuses:?}");
+    assert!(statuses[budget..].iter().all(|status| *status == 503), "beyond mallory's budget: retryable, never 500: {statuses:?}");
+    // Carol's session, sealed under the other instance's data key, opens here.
+    let reply = carol.request(forged_on, "tools/list", json!({})).await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+}
+
+/// The same without sign-in (every caller anonymous): callers are told
+/// apart by the address they come from, so forged ids from one address
+/// spend that address's budget, and an anonymous caller elsewhere still
+/// opens its genuine session.
+#[tokio::test]
+async fn without_sign_in_forged_session_ids_spend_their_senders_budget_only() {
+    let (minted_on, forged_on) = two_instances().await;
+    let (carol_at, mallory_at) = ("127.0.0.1".parse().ok(), "127.0.0.2".parse().ok());
+    let anonymous = |client: &LegacyClient| -> Vec<(String, String)> {
+        client.headers().into_iter().filter(|(name, _)| name != "x-mcp-dev-principal").collect()
+    };
+    let body = |method: &str| serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": {}})).unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e-legacy", "version": "1"}}});
+    let blank = LegacyClient { session: None, principal: String::new(), version: "2025-11-25".into() };
+    let reply = e2e::send_from(carol_at, minted_on, "POST", "/mcp", &anonymous(&blank), serde_json::to_vec(&init).unwrap()).await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    let session = reply.headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let carol = LegacyClient { session: Some(session), ..blank.clone() };
+    let budget = mcp_aws::KeyWindow::default().max_decrypts_per_caller_per_minute as usize;
+    let mut statuses = Vec::new();
+    for _ in 0..budget + 3 {
+        let forged = LegacyClient { session: Some(forged_session_id()), ..blank.clone() };
+        statuses.push(e2e::send_from(mallory_at, forged_on, "POST", "/mcp", &anonymous(&forged), body("tools/list")).await.status);
+    }
+    assert!(
+        statuses[..budget].iter().all(|status| *status == 404) && statuses[budget..].iter().all(|status| *status == 503),
+        "{statuses:?}"
+    );
+    let reply = e2e::send_from(carol_at, forged_on, "POST", "/mcp", &anonymous(&carol), body("tools/list")).await;
+    assert_eq!(reply.status, 200, "another address's anonymous caller: {:?}", reply.body);
+}

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::{EventStream, Reply, send};
 
 /// One client's session on a server (any instance of it).
+#[derive(Clone)]
 pub struct LegacyClient {
     pub principal: String,
     pub session: Option<String>,

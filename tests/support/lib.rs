@@ -105,7 +105,27 @@ pub async fn send(addr: SocketAddr, method: &str, headers: &[(String, String)], 
 
 /// Sends one raw HTTP/1.1 request to `path`.
 pub async fn send_to(addr: SocketAddr, method: &str, path: &str, headers: &[(String, String)], body: Vec<u8>) -> Reply {
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    send_from(None, addr, method, path, headers, body).await
+}
+
+/// [`send_to`] from the loopback address `source` (any of 127.0.0.0/8),
+/// where a test needs callers the server tells apart by address.
+pub async fn send_from(
+    source: Option<std::net::IpAddr>,
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: Vec<u8>,
+) -> Reply {
+    let stream = match source {
+        None => tokio::net::TcpStream::connect(addr).await.unwrap(),
+        Some(source) => {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind(SocketAddr::new(source, 0)).unwrap();
+            socket.connect(addr).await.unwrap()
+        }
+    };
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
     tokio::spawn(connection);
     let mut builder = http::Request::builder().method(method).uri(path);

@@ -117,6 +117,8 @@ impl Seals {
         let OpenedState { data, jti, expires_at, .. } =
             self.sealer.open_budgeted(&self.binding(purpose, bound_to), token, sender).await.map_err(|error| match error {
                 OpenError::KeyUnavailable(why) => SealingError::Unavailable(why),
+                // Nothing is known of the record: it may be genuine.
+                OpenError::OverBudget => SealingError::Unavailable(OpenError::OverBudget.to_string()),
                 _ => SealingError::Invalid,
             })?;
         let value = serde_json::from_value(data).map_err(|_| SealingError::Invalid)?;

@@ -294,7 +294,7 @@ impl DataKeySource for KmsDataKeys {
                 // genuine, so this is the server's condition (retryable
                 // -32603), never "invalid".
                 tracing::warn!("requestState Decrypt budget spent for this minute");
-                return Err(OpenError::KeyUnavailable("Decrypt budget spent".into()));
+                return Err(OpenError::OverBudget);
             }
             let outcome = self.decrypt(key_ref).await.map(Arc::new);
             match &outcome {

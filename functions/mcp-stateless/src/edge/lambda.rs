@@ -113,6 +113,11 @@ fn edge_request(event: lambda_http::Request, base_path: &str) -> http::Request<B
         _ => EntryFacts::default(),
     };
     facts.deadline = event.lambda_context_ref().and_then(|context| Deadline::from_epoch_ms(context.deadline));
+    facts.sender = match event.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.http.source_ip.clone(),
+        Some(RequestContext::ApiGatewayV1(ctx)) => ctx.identity.source_ip.clone(),
+        _ => None,
+    };
     let stage = match event.request_context_ref() {
         Some(RequestContext::ApiGatewayV1(ctx)) => ctx.stage.clone(),
         _ => None,
@@ -168,6 +173,6 @@ fn facts_from_claims(claim: Option<impl Fn(&str) -> Option<String>>, api_domain:
         unidentified: verified && principal.is_none(),
         principal: principal.unwrap_or(Principal::Anonymous),
         api_domain,
-        deadline: None,
+        ..EntryFacts::default()
     }
 }

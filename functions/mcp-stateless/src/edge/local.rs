@@ -43,14 +43,14 @@ pub async fn serve_local_with<S: ServerHandler + Clone>(
     authorization: Option<Arc<AuthorizationForward>>,
 ) -> std::io::Result<()> {
     loop {
-        let (stream, _) = listener.accept().await?;
+        let (stream, peer) = listener.accept().await?;
         let endpoint = endpoint.clone();
         let authorization = authorization.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| {
                 let endpoint = endpoint.clone();
                 let authorization = authorization.clone();
-                async move { Ok::<_, Infallible>(local_request(&endpoint, authorization.as_deref(), request).await) }
+                async move { Ok::<_, Infallible>(local_request(&endpoint, authorization.as_deref(), request, peer).await) }
             });
             if let Err(error) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
                 tracing::debug!(%error, "local connection ended");
@@ -63,6 +63,7 @@ async fn local_request<S: ServerHandler + Clone>(
     endpoint: &McpEndpoint<S>,
     authorization: Option<&AuthorizationForward>,
     request: http::Request<Incoming>,
+    peer: std::net::SocketAddr,
 ) -> http::Response<EdgeBody> {
     let limit = endpoint.policy().max_body_bytes;
     let (mut parts, body) = request.into_parts();
@@ -73,7 +74,8 @@ async fn local_request<S: ServerHandler + Clone>(
     if let Some(authorization) = authorization.filter(|_| is_authorization_path(parts.uri.path())) {
         return authorization.forward(parts, body).await.map(stream::whole);
     }
-    parts.extensions.insert(EntryFacts { principal: dev_principal(&parts.headers), ..EntryFacts::default() });
+    let sender = Some(peer.ip().to_string());
+    parts.extensions.insert(EntryFacts { principal: dev_principal(&parts.headers), sender, ..EntryFacts::default() });
     let request = http::Request::from_parts(parts, body);
     match endpoint.policy().transport {
         Transport::Streaming => endpoint.handle_streaming(request).await,

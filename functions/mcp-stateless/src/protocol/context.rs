@@ -31,11 +31,27 @@ pub struct EntryFacts {
     /// When the invocation must have answered (Lambda's deadline); streams
     /// end before it.
     pub deadline: Option<Deadline>,
+    /// The address the request came from (API Gateway's source IP;
+    /// locally the connection's peer), where the entry point knows it.
+    pub sender: Option<String>,
 }
 
 impl Default for EntryFacts {
     fn default() -> Self {
-        Self { principal: Principal::Anonymous, api_domain: None, unidentified: false, deadline: None }
+        Self { principal: Principal::Anonymous, api_domain: None, unidentified: false, deadline: None, sender: None }
+    }
+}
+
+impl EntryFacts {
+    /// Whom costly lookups for unseen keys (KMS `Decrypt`) are budgeted
+    /// to: the verified caller; without one (auth off), the address the
+    /// request came from, so that one sender's forged ids do not spend
+    /// what every anonymous caller's genuine ones need.
+    pub fn budget_key(&self) -> String {
+        match (&self.principal, &self.sender) {
+            (Principal::Anonymous, Some(sender)) => format!("address:{sender}"),
+            (principal, _) => principal.binding_id(),
+        }
     }
 }
 
@@ -224,6 +240,24 @@ impl<C: AsRequestContext> FromContextPart<C> for CallContext {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn unseen_keys_are_budgeted_to_the_caller_else_to_its_address() {
+        let verified = Principal::Verified { issuer: "https://idp".into(), subject: "alice".into() };
+        let facts = |principal: Principal, sender: Option<&str>| EntryFacts {
+            principal,
+            sender: sender.map(str::to_owned),
+            ..EntryFacts::default()
+        };
+        // A verified caller is one budget wherever it comes from.
+        assert_eq!(facts(verified.clone(), Some("198.51.100.7")).budget_key(), verified.binding_id());
+        assert_eq!(facts(verified.clone(), None).budget_key(), verified.binding_id());
+        // Without sign-in, each address is one; with no address known, all share one.
+        let (one, other) = (facts(Principal::Anonymous, Some("198.51.100.7")), facts(Principal::Anonymous, Some("203.0.113.9")));
+        assert_ne!(one.budget_key(), other.budget_key());
+        assert_eq!(facts(Principal::Anonymous, None).budget_key(), "anonymous");
+        assert_ne!(one.budget_key(), "anonymous");
+    }
 
     #[test]
     fn trace_context_comes_from_meta_before_the_header() {

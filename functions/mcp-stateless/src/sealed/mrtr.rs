@@ -133,7 +133,7 @@ impl RequestStates {
 
     async fn open_state(&self, ctx: &CallContext, scope: StateScope<'_>, token: &str) -> Result<OpenedState, ErrorData> {
         self.sealer.open(&self.binding(ctx, scope), token).await.map_err(|error| match error {
-            OpenError::KeyUnavailable(_) => {
+            OpenError::KeyUnavailable(_) | OpenError::OverBudget => {
                 tracing::error!(%error, "opening requestState failed");
                 ErrorData::internal_error("request state service unavailable", None)
             }

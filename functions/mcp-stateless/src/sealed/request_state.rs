@@ -147,11 +147,16 @@ pub enum OpenError {
     /// key (another process's in-process key, or a key KMS refuses).
     #[error("requestState data key was refused")]
     KeyRefused,
-    /// The key source could not be asked (KMS unreachable or throttled, or
-    /// this instance's Decrypt budget spent): the state may be genuine, so
-    /// this is the server's failure.
+    /// The key source could not be asked (KMS unreachable or throttled):
+    /// the state may be genuine, so this is the server's failure.
     #[error("request state key unavailable: {0}")]
     KeyUnavailable(String),
+    /// The caller (or this instance, for all callers) spent this minute's
+    /// budget of key lookups for keys the instance has not seen: nothing
+    /// is known about the token, which may be genuine; the caller may try
+    /// again once the minute is over.
+    #[error("this minute's budget of key lookups is spent")]
+    OverBudget,
 }
 
 /// The port tools seal their continuations through.

@@ -123,6 +123,13 @@ pub enum SessionError {
     /// tried to: the client may retry (HTTP 503 with `Retry-After`).
     #[error("the session is being changed by other requests; retry")]
     Busy,
+    /// The caller presented more session ids with keys this instance has
+    /// not seen than its budget allows this minute: nothing is known of
+    /// the id, which may be genuine, so it is neither opened nor called
+    /// ended (HTTP 503 with `Retry-After`, never 404, which strands a
+    /// client that then never initializes again).
+    #[error("too many unseen session keys from this caller this minute; retry")]
+    OverBudget,
 }
 
 impl From<StoreError> for SessionError {
@@ -197,8 +204,22 @@ impl LegacySessions {
     /// [`SessionError::NotFound`] for any id that is not a live session of
     /// this caller. One store read.
     pub async fn open(&self, principal: &Principal, token: &str) -> Result<(Session, SessionState), SessionError> {
-        let opened = self.sealer.open(&self.binding(principal), token).await.map_err(|error| match error {
+        self.open_budgeted(principal, token, &principal.binding_id()).await
+    }
+
+    /// [`open`](Self::open), with a lookup of a key this instance has not
+    /// seen budgeted to `budget_key` (`EntryFacts::budget_key`: the caller,
+    /// or without one the sender's address): ids beyond it this minute are
+    /// [`SessionError::OverBudget`], and spend nobody else's.
+    pub async fn open_budgeted(
+        &self,
+        principal: &Principal,
+        token: &str,
+        budget_key: &str,
+    ) -> Result<(Session, SessionState), SessionError> {
+        let opened = self.sealer.open_budgeted(&self.binding(principal), token, budget_key).await.map_err(|error| match error {
             OpenError::KeyUnavailable(detail) => SessionError::Unavailable(detail),
+            OpenError::OverBudget => SessionError::OverBudget,
             _ => SessionError::NotFound,
         })?;
         let data = opened.data;

@@ -15,7 +15,7 @@ use super::{
     LegacyInfo, ToolSchemas,
     classify::LegacyRequest,
     refusals::{invalid_params, result_response, session_error},
-    session_routes::session_token,
+    session_routes::{open_session, session_token},
 };
 use crate::{
     edge::{
@@ -68,7 +68,7 @@ impl Legacy<'_> {
         }
         let opened = match session_token(request.headers()) {
             None => None,
-            Some(token) => match self.sessions.open(&principal, token).await {
+            Some(token) => match open_session(self.sessions, &request, &principal, token).await {
                 Ok(opened) => Some(opened),
                 Err(error) => return Step::Answered(session_error(error, Some(id))),
             },

@@ -46,6 +46,10 @@ pub(super) fn session_error(error: SessionError, id: Option<Value>) -> http::Res
         SessionError::Busy => Refusal::new(code::INTERNAL_ERROR, format!("Busy: {error}"))
             .with_status(StatusCode::SERVICE_UNAVAILABLE)
             .with_header(header::RETRY_AFTER, "1"),
+        // The budget is a minute's: by then the caller has its own again.
+        SessionError::OverBudget => Refusal::new(code::INTERNAL_ERROR, format!("Busy: {error}"))
+            .with_status(StatusCode::SERVICE_UNAVAILABLE)
+            .with_header(header::RETRY_AFTER, "60"),
     };
     refusal.into_response(id)
 }

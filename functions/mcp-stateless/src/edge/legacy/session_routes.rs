@@ -22,8 +22,22 @@ use crate::{
         context::{Era, Principal},
         scope::{OnOpen, RequestScope},
     },
-    sessions::{LegacySessions, Session, mailbox::AnswerRefusal},
+    sessions::{LegacySessions, Session, SessionError, SessionState, mailbox::AnswerRefusal},
 };
+
+/// The session `token` names for `principal`; a key this instance has not
+/// seen is looked up on the budget of whom the request came from (the
+/// caller, or without one its address: `EntryFacts::budget_key`).
+pub(super) async fn open_session<B>(
+    sessions: &LegacySessions,
+    request: &http::Request<B>,
+    principal: &Principal,
+    token: &str,
+) -> Result<(Session, SessionState), SessionError> {
+    let scope = request.extensions().get::<RequestScope>();
+    let budget_key = scope.map_or_else(|| principal.binding_id(), |scope| scope.entry.budget_key());
+    sessions.open_budgeted(principal, token, &budget_key).await
+}
 
 /// `DELETE` with a session: ends it, on every instance. 404 if it was not
 /// a live session of this caller (already ended included).
@@ -32,7 +46,7 @@ pub(super) async fn end_session(sessions: &LegacySessions, request: &http::Reque
         return Refusal::new(code::INVALID_REQUEST, "Bad Request: DELETE needs the Mcp-Session-Id header of the session to end")
             .into_response(None);
     };
-    let ended = match sessions.open(principal, token).await {
+    let ended = match open_session(sessions, request, principal, token).await {
         Ok((session, _)) => sessions.end(principal, &session).await,
         Err(error) => Err(error),
     };
@@ -81,7 +95,7 @@ pub(super) async fn notification_stream(
     principal: &Principal,
 ) -> Result<(http::Request<Bytes>, Map<String, Value>, Era, Guard), http::Response<Bytes>> {
     let token = session_token(request.headers()).unwrap_or_default();
-    let opened = sessions.open(principal, token).await.map_err(|error| session_error(error, None))?;
+    let opened = open_session(sessions, &request, principal, token).await.map_err(|error| session_error(error, None))?;
     // One stream per session, across instances: once admitted (within the
     // caller's bound), this one replaces any other, which ends at its next
     // check; until then it has replaced nothing and delivers nothing.
@@ -130,7 +144,7 @@ pub(super) async fn take_answer(
     let Some(token) = session_token(request.headers()) else {
         return answer_refused(AnswerRefusal::NotWaiting);
     };
-    let session = match sessions.open(principal, token).await {
+    let session = match open_session(sessions, request, principal, token).await {
         Ok((session, _)) => session,
         Err(error) => return session_error(error, None),
     };
