@@ -315,6 +315,46 @@ async fn a_single_use_confirmation_interrupted_by_a_fault_leaves_the_list_and_a_
     assert_eq!(text_of(&done), "Discarded 1 entries.", "{done}");
 }
 
+/// Issue 44: writes whose answers are lost mean what they did. The
+/// confirmation's redemption lands and its answer is lost (the SDK's retry
+/// finds its own record, not a replay); the delete lands and its answer is
+/// lost (the retry finds its own tombstone and reports what it deleted, not
+/// "unknown list"); its quota place comes back once; and the deleted list
+/// stays deleted.
+#[tokio::test]
+async fn writes_whose_answers_were_lost_report_what_they_did() {
+    let rig = Rig::new().await;
+    let addr = rig.server().await;
+    let confirm =
+        |state: &Value| json!({"requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
+    let open = || async { text_of(&call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await) };
+    let lists = [open().await, open().await, open().await, open().await, open().await];
+    call_tool(addr, "alice", "append", json!({"list": lists[0], "entry": "kept"}), json!({}), json!({})).await;
+    let refused = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
+    assert!(refused["result"]["isError"] == json!(true) || refused.get("error").is_some(), "the cap of five: {refused}");
+
+    for (operation, what) in [("PutItem", "the redemption's"), ("UpdateItem", "the delete's")] {
+        let list = if operation == "PutItem" { &lists[0] } else { &lists[1] };
+        let round1 = call_tool(addr, "alice", "discard_list", json!({"list": list}), elicit(), json!({})).await;
+        rig.proxy.set_on(Service::DynamoDb, operation, Fault::LoseAnswer, 0);
+        let (done, _) =
+            timed(call_tool(addr, "alice", "discard_list", json!({"list": list}), elicit(), confirm(&round1["result"]["requestState"])))
+                .await;
+        rig.proxy.clear();
+        let expected = if operation == "PutItem" { "Discarded 1 entries." } else { "Discarded 0 entries." };
+        assert_eq!(text_of(&done), expected, "{what} answer lost: {done}");
+        let gone = call_tool(addr, "alice", "show_list", json!({"list": list}), json!({}), json!({})).await;
+        assert!(text_of(&gone).contains("Unknown list"), "deleted, and stays deleted: {gone}");
+    }
+    // Two places came back, each once: two lists open, the third does not.
+    for _ in 0..2 {
+        let opened = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
+        assert!(opened.get("error").is_none() && opened["result"]["isError"] != json!(true), "{opened}");
+    }
+    let over = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
+    assert!(over["result"]["isError"] == json!(true) || over.get("error").is_some(), "only two places: {over}");
+}
+
 #[tokio::test]
 async fn an_sqs_fault_fails_the_new_task_instead_of_leaving_it_working() {
     for fault in FAULTS {

@@ -63,9 +63,17 @@ async fn handle_lifecycle_across_two_instances() {
     let gone = show(a, "alice", &list).await;
     assert_eq!(gone["result"]["isError"], true);
     assert!(text_of(&gone).starts_with("Unknown list handle"), "{gone}");
-    assert_eq!(
-        scan(&sdk, &settings.table_name.clone().unwrap()).await.iter().filter(|i| i["pk"].as_s().unwrap().starts_with("handle#")).count(),
-        0
+    // What is left is a tombstone, for a quarter of an hour (issue 44: a
+    // late create cannot bring the list back), then the table's TTL.
+    let items = scan(&sdk, &settings.table_name.clone().unwrap()).await;
+    let handles: Vec<_> = items.iter().filter(|i| i["pk"].as_s().unwrap().starts_with("handle#")).collect();
+    let expires_at = |item: &&std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>| -> u64 {
+        item["expires_at"].as_n().unwrap().parse().unwrap()
+    };
+    let now = jsonwebtoken::get_current_timestamp();
+    assert!(
+        handles.iter().all(|item| item.contains_key("deleted_op") && expires_at(item) <= now + mcp_aws::dynamo::handles::TOMBSTONE_SECONDS),
+        "{handles:?}"
     );
 }
 
@@ -256,4 +264,32 @@ async fn compare_and_set_updates_lose_nothing_under_contention() {
     let bob = caller("bob");
     assert_eq!(handles.update(&bob, &LIST, &handle, |data| data["count"] = json!(999)).await.unwrap_err(), HandleFailure::Unknown);
     assert_eq!(handles.read(&alice, &LIST, &handle).await.unwrap().data["count"], json!(succeeded));
+}
+
+/// Issue 44: a delete leaves a tombstone, so a create of the same handle
+/// that lands late (its first attempt held up in the network after the
+/// SDK's retry succeeded, then the handle deleted) cannot bring it back.
+#[tokio::test]
+async fn a_create_that_lands_after_the_delete_does_not_bring_the_handle_back() {
+    use mcp_stateless::handles::{HandleRecord, HandleStore, Lookup};
+    let sdk = sdk().await;
+    let store = mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), fresh_table(&sdk).await);
+    let alice = Principal::Verified { issuer: "i".into(), subject: "alice".into() };
+    let key = LIST.key(&alice, &LIST.mint());
+    let now = jsonwebtoken::get_current_timestamp();
+    let record = HandleRecord {
+        owner: alice.binding_id(),
+        kind: "list".into(),
+        data: json!({"entries": []}),
+        version: 1,
+        created_at: now,
+        last_used_at: now,
+        expires_at: now + 3_600,
+        deadline: now + 7_200,
+    };
+    store.create(&key, &record).await.unwrap();
+    assert!(matches!(store.delete(&key, None, now).await.unwrap(), Lookup::Found(_)));
+    assert!(store.create(&key, &record).await.is_err(), "the late create finds the key taken");
+    assert_eq!(store.get(&key, now).await.unwrap(), Lookup::Missing, "deleted stays deleted");
+    assert_eq!(store.delete(&key, None, now).await.unwrap(), Lookup::Missing, "and a second delete finds nothing");
 }

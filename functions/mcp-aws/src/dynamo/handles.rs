@@ -5,10 +5,24 @@
 //! Round trips: create 1 (plus the quota's), get 1 (a consistent read),
 //! apply (append or touch) 1, update 2 (read + compare-and-set) per attempt,
 //! delete 1; one more, only when an expired item is found, to delete it.
+//!
+//! Writes mean the same when the SDK's retry lands after a lost answer, or
+//! the first attempt lands late:
+//! - a create carries its call's id (`created_op`); a retry that finds the
+//!   item its own call created is that create, done;
+//! - a delete leaves a tombstone (`deleted_op`, the call's id) for
+//!   [`TOMBSTONE_SECONDS`] rather than removing the item: a retry that
+//!   finds its own tombstone is that delete, done, and reports the handle
+//!   it deleted (it reported "unknown handle" for a handle it had just
+//!   deleted); a create that lands late finds the key taken and cannot
+//!   bring the handle back. Every read and every condition takes a
+//!   tombstone for no item. The tombstone keeps the handle's data (the
+//!   retry's answer needs it), unreadable, until the table's TTL removes
+//!   it after its 15 minutes.
 
 use aws_sdk_dynamodb::{
     operation::{
-        delete_item::DeleteItemError,
+        put_item::PutItemError,
         update_item::{UpdateItemError, builders::UpdateItemFluentBuilder},
     },
     types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure},
@@ -53,14 +67,28 @@ fn record(item: &Item) -> Result<HandleRecord, StoreError> {
 }
 
 const DEADLINE: &str = "deadline";
-const LIVE: &str = "attribute_exists(pk) AND #owner = :owner AND expires_at > :now AND (attribute_not_exists(deadline) OR deadline > :now)";
+/// The call that created the item.
+const CREATED_OP: &str = "created_op";
+/// The call that deleted it: the item is a tombstone from then on.
+const DELETED_OP: &str = "deleted_op";
+const LIVE: &str = "attribute_exists(pk) AND #owner = :owner AND expires_at > :now AND (attribute_not_exists(deadline) OR deadline > :now) \
+                    AND attribute_not_exists(deleted_op)";
+
+/// How long a tombstone stands: far beyond the SDK's retries of a delete
+/// and any create's late arrival (both bounded by the call limits, seconds).
+pub const TOMBSTONE_SECONDS: u64 = 15 * 60;
+
+/// Whether `item` is a deleted handle's tombstone.
+fn is_tombstone(item: &Item) -> bool {
+    item.contains_key(DELETED_OP)
+}
 
 impl DynamoStore {
     /// Why a write conditioned on [`LIVE`] failed, deleting the item if it
     /// turned out to be expired.
     async fn explain(&self, key: &ItemKey, seen: Option<Item>, now: u64) -> Result<Lookup, StoreError> {
         let Some(item) = seen else { return Ok(Lookup::Missing) };
-        if item.get("owner") != Some(&s(&key.owner)) {
+        if item.get("owner") != Some(&s(&key.owner)) || is_tombstone(&item) {
             return Ok(Lookup::Missing);
         }
         if record(&item)?.is_expired(now) {
@@ -124,11 +152,12 @@ impl DynamoStore {
             .send()
             .await
             .map_err(unavailable)?;
-        Ok(output.item.filter(|item| item.get("owner") == Some(&s(&key.owner))))
+        Ok(output.item.filter(|item| item.get("owner") == Some(&s(&key.owner)) && !is_tombstone(item)))
     }
 
     /// DynamoDB deletes expired items lazily (up to days later): one seen
-    /// expired is deleted now, unless it was renewed in between.
+    /// expired is deleted now, unless it was renewed in between. (A
+    /// tombstone is never seen: it reads as no item.)
     pub(crate) async fn delete_expired(&self, key: &ItemKey, now: u64) -> Result<(), StoreError> {
         let result = self
             .client
@@ -149,7 +178,9 @@ impl DynamoStore {
 impl HandleStore for DynamoStore {
     fn create<'a>(&'a self, key: &'a ItemKey, record: &'a HandleRecord) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            self.client
+            let op = operation_id();
+            let created = self
+                .client
                 .put_item()
                 .table_name(&self.table)
                 .item(PARTITION_KEY, s(&key.partition_key))
@@ -161,11 +192,23 @@ impl HandleStore for DynamoStore {
                 .item("last_used_at", n(record.last_used_at))
                 .item(TTL_ATTRIBUTE, n(record.expires_at))
                 .item(DEADLINE, n(record.deadline))
+                .item(CREATED_OP, s(&op))
                 .condition_expression("attribute_not_exists(pk)")
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
                 .send()
-                .await
-                .map_err(unavailable)?;
-            Ok(())
+                .await;
+            let Err(error) = created else { return Ok(()) };
+            let seen = condition_failed(error, |e| match e {
+                PutItemError::ConditionalCheckFailedException(c) => c.item.clone(),
+                _ => None,
+            })?;
+            // The SDK's retry of this very create, whose first attempt landed.
+            match seen {
+                Some(item) if item.get(CREATED_OP) == Some(&s(&op)) => Ok(()),
+                // A random id's key taken: never by chance; by a tombstone,
+                // this create came too late to bring the handle back.
+                _ => Err(StoreError::Unavailable("the handle's key is taken".into())),
+            }
         })
     }
 
@@ -241,14 +284,20 @@ impl HandleStore for DynamoStore {
 
     fn delete<'a>(&'a self, key: &'a ItemKey, expected_version: Option<u64>, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
+            // A tombstone for a while (the table's TTL then removes it),
+            // marked with this call's id.
+            let op = operation_id();
             let delete = self
                 .client
-                .delete_item()
+                .update_item()
                 .table_name(&self.table)
                 .key(PARTITION_KEY, s(&key.partition_key))
+                .update_expression("SET deleted_op = :op, deleted_at = :now, expires_at = :tombstone")
+                .expression_attribute_values(":tombstone", n(now + TOMBSTONE_SECONDS))
                 .expression_attribute_names("#owner", "owner")
                 .expression_attribute_values(":owner", s(&key.owner))
                 .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":op", s(&op))
                 .return_values(ReturnValue::AllOld)
                 .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
             let delete = match expected_version {
@@ -262,9 +311,14 @@ impl HandleStore for DynamoStore {
                 Ok(output) => Ok(Lookup::Found(record(&output.attributes.unwrap_or_default())?)),
                 Err(error) => {
                     let seen = condition_failed(error, |e| match e {
-                        DeleteItemError::ConditionalCheckFailedException(c) => c.item.clone(),
+                        UpdateItemError::ConditionalCheckFailedException(c) => c.item.clone(),
                         _ => None,
                     })?;
+                    // The SDK's retry of this very delete, whose first
+                    // attempt landed: the handle it deleted, as it was.
+                    if let Some(item) = seen.as_ref().filter(|item| item.get(DELETED_OP) == Some(&s(&op))) {
+                        return Ok(Lookup::Found(record(item)?));
+                    }
                     match self.explain(key, seen, now).await? {
                         // Live and owned, so the version moved on.
                         Lookup::LimitReached => Ok(Lookup::Conflict),
@@ -279,19 +333,26 @@ impl HandleStore for DynamoStore {
 impl RedemptionLedger for DynamoStore {
     fn redeem<'a>(&'a self, jti: &'a str, expires_at: u64, _now: u64) -> BoxFuture<'a, Result<Redemption, StoreError>> {
         Box::pin(async move {
+            // The call's id: the SDK's retry of a redemption that landed
+            // finds its own record, and is the first use, not a replay.
+            let op = operation_id();
             let result = self
                 .client
                 .put_item()
                 .table_name(&self.table)
                 .item(PARTITION_KEY, s(&format!("jti#{jti}")))
                 .item(TTL_ATTRIBUTE, n(expires_at))
+                .item(LAST_OP, s(&op))
                 .condition_expression("attribute_not_exists(pk)")
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
                 .send()
                 .await;
-            match result {
-                Ok(_) => Ok(Redemption::First),
-                Err(error) => condition_failed(error, |_| None).map(|_| Redemption::Replay),
-            }
+            let Err(error) = result else { return Ok(Redemption::First) };
+            let seen = condition_failed(error, |e| match e {
+                PutItemError::ConditionalCheckFailedException(c) => c.item.clone(),
+                _ => None,
+            })?;
+            Ok(if seen.is_some_and(|item| item.get(LAST_OP) == Some(&s(&op))) { Redemption::First } else { Redemption::Replay })
         })
     }
 }
