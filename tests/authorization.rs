@@ -739,10 +739,11 @@ async fn a_client_metadata_document_is_fetched_guarded_and_must_name_itself() {
     // Untrusted, the same host is a loopback address: never fetched.
     let guarded = start(in_memory(), GuardedFetcher::with_roots(host.roots.clone(), Vec::new())).await;
     let reply = guarded.get(&guarded.authorize_path(&client_id, LOOPBACK_REDIRECT, &[]), None).await;
-    assert_eq!(reply.status, 400);
+    assert_eq!(reply.status, 503, "answered as an unreachable host is");
     // The page does not say why (which names resolve inside is the prober's
     // question); the log does.
-    assert!(String::from_utf8_lossy(&reply.body).contains("could not be fetched"), "{}", String::from_utf8_lossy(&reply.body));
+    let page = String::from_utf8_lossy(&reply.body);
+    assert!(page.contains("could not be looked up just now") && !page.contains("public"), "{page}");
 }
 
 #[tokio::test]
@@ -1088,6 +1089,13 @@ async fn chatgpts_document_signs_in_and_its_assertions_are_verified() {
         let refused = stack.exchange(&client_id, &code, VERIFIER, &with_assertion(&bad)).await;
         assert_eq!((refused.status, error_of(&refused)), (401, "invalid_client".to_owned()), "{why}: {:?}", refused.body);
     }
+    // A key id the set lacks fetches the set again, at most once a minute.
+    let fetched = host.fetches("/jwks.json");
+    for n in 0..3 {
+        let unknown_key = assertion(&SigningKey::new(&format!("rotated-{n}")), &client_id, &token_endpoint, json!({}));
+        assert_eq!(stack.exchange(&client_id, &code, VERIFIER, &with_assertion(&unknown_key)).await.status, 401);
+    }
+    assert!(host.fetches("/jwks.json") <= fetched + 1, "{} fetches for three unknown key ids", host.fetches("/jwks.json") - fetched);
     let authenticated =
         stack.exchange(&client_id, &code, VERIFIER, &with_assertion(&assertion(&key, &client_id, &stack.issuer, json!({})))).await;
     assert_eq!(authenticated.status, 200, "the issuer is an audience too, and the code was not spent: {:?}", authenticated.body);
@@ -1158,6 +1166,10 @@ async fn a_document_fetch_that_fails_falls_back_to_the_last_good_copy_or_a_pin_e
         let reply = instance.get(&instance.authorize_path(&client_id, LOOPBACK_REDIRECT, &[]), None).await;
         assert_eq!(reply.status, 400, "{what}");
     }
+    // A withdrawn document's copy is forgotten: a failure later brings nothing back.
+    host.serve("/client.json", 403, "<html>challenge</html>");
+    let after = start_with_documents(trusting(&host), copies(), &[]).await;
+    assert_eq!(after.get(&after.authorize_path(&client_id, LOOPBACK_REDIRECT, &[]), None).await.status, 503);
 
     // Claude Code's document cannot be fetched from here: its pin stands in, unless unpinned.
     let claude_code = "https://claude.ai/oauth/claude-code-client-metadata";

@@ -1,8 +1,9 @@
 //! What an operator sees of sign-in: one structured line per registration,
 //! sign-in, refresh, refresh reuse (its family revoked), revocation, and
 //! client document that could not be fetched, with the client id, how the
-//! client is known (its metadata document, a pinned or last good copy of
-//! it, or a registration) and the user's subject where there is one.
+//! client is known (a metadata document or a registration; a failed
+//! fetch's `detail` says which copy stood in) and the user's subject where
+//! there is one.
 //!
 //! No token, code, assertion or secret is ever an argument here, so none
 //! can reach a line. On Lambda (JSON logs) each line is a CloudWatch

@@ -5,15 +5,16 @@
 //! |---|---|
 //! | `oauth#document#<sha256(client id)>` | `body` (the document, at most 5 KB), `fetched_at`, `expires_at` (7 days on) |
 //!
-//! One put per successful fetch (a few an hour per client, per instance)
-//! and one consistent read per fetch that fails. A put that lands twice
-//! writes the same copy.
+//! One put per successful fetch (a few an hour per client, per instance),
+//! conditional on being no older than the copy there; one consistent read
+//! per fetch that fails; one delete when the host withdraws the document.
+//! A put that lands twice writes the same copy.
 
 use aws_lc_rs::digest::{SHA256, digest};
 use aws_sdk_dynamodb::{Client, primitives::Blob, types::AttributeValue};
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use mcp_aws::dynamo::{PARTITION_KEY, TTL_ATTRIBUTE, n, number, unavailable};
+use mcp_aws::dynamo::{PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, number, unavailable};
 use mcp_stateless::storage::{StoreError, hex};
 
 use crate::clients::last_good::{LastGood, LastGoodCopies};
@@ -40,16 +41,29 @@ fn key(client_id: &str) -> AttributeValue {
 impl LastGoodCopies for DynamoDocuments {
     fn keep<'a>(&'a self, client_id: &'a str, copy: &'a LastGood, until: u64) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            self.client
+            let kept = self
+                .client
                 .put_item()
                 .table_name(&self.table)
                 .item(PARTITION_KEY, key(client_id))
                 .item("body", AttributeValue::B(Blob::new(copy.body.to_vec())))
                 .item("fetched_at", n(copy.fetched_at))
                 .item(TTL_ATTRIBUTE, n(until))
+                // A slower instance's older fetch never replaces a newer copy.
+                .condition_expression("attribute_not_exists(pk) OR fetched_at <= :fetched_at")
+                .expression_attribute_values(":fetched_at", n(copy.fetched_at))
                 .send()
-                .await
-                .map_err(unavailable)?;
+                .await;
+            match kept {
+                Ok(_) => Ok(()),
+                Err(error) => condition_failed(error, |_| None).map(|_| ()),
+            }
+        })
+    }
+
+    fn forget<'a>(&'a self, client_id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.client.delete_item().table_name(&self.table).key(PARTITION_KEY, key(client_id)).send().await.map_err(unavailable)?;
             Ok(())
         })
     }

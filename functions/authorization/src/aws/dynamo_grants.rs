@@ -133,7 +133,16 @@ impl DynamoGrants {
             .await;
         match answer {
             Ok(_) => Ok(Rotated::Done),
-            Err(error) if matches!(error.as_service_error(), Some(TransactWriteItemsError::TransactionCanceledException(_))) => {
+            // Only a failed condition (or a concurrent transaction on the
+            // same items) is a race; throttling and the rest are the
+            // store's failure, which spends nothing and is answered 503.
+            Err(error)
+                if matches!(
+                    error.as_service_error(),
+                    Some(TransactWriteItemsError::TransactionCanceledException(canceled))
+                        if canceled.cancellation_reasons().iter().any(|reason| matches!(reason.code(), Some("ConditionalCheckFailed" | "TransactionConflict")))
+                ) =>
+            {
                 mcp_stateless::metrics::count(mcp_stateless::metrics::Counter::ConditionalCheckFailures);
                 Ok(Rotated::Raced)
             }

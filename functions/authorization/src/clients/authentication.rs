@@ -119,7 +119,8 @@ pub fn verify(assertion: &str, client_id: &str, keys: &KeySet, audiences: &[&str
     if claims.exp > issued + MAX_ASSERTION_LIFETIME + LEEWAY_SECONDS || claims.iat.is_some_and(|iat| iat > now + LEEWAY_SECONDS) {
         return Err(AssertionError::TooLong);
     }
-    Ok(Verified { jti, expires_at: claims.exp })
+    // Taken until it can no longer be accepted: its `exp`, and the leeway.
+    Ok(Verified { jti, expires_at: claims.exp + LEEWAY_SECONDS })
 }
 
 /// What was wrong, without the library's detail.

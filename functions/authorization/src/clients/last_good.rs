@@ -33,6 +33,8 @@ pub trait LastGoodCopies: Send + Sync {
     fn keep<'a>(&'a self, client_id: &'a str, copy: &'a LastGood, until: u64) -> BoxFuture<'a, Result<(), StoreError>>;
     /// The copy of `client_id`'s document, if one is kept and not expired at `now`.
     fn last_good<'a>(&'a self, client_id: &'a str, now: u64) -> BoxFuture<'a, Result<Option<LastGood>, StoreError>>;
+    /// Drops `client_id`'s copy: its host withdrew the document.
+    fn forget<'a>(&'a self, client_id: &'a str) -> BoxFuture<'a, Result<(), StoreError>>;
 }
 
 /// One process's copies (local runs and unit tests).
@@ -63,5 +65,16 @@ impl LastGoodCopies for InMemoryCopies {
             .map(|copies| copies.get(client_id).filter(|(_, until)| *until > now).map(|(copy, _)| copy.clone()))
             .map_err(|_| StoreError::Unavailable("document copies lock poisoned".into()));
         Box::pin(async move { found })
+    }
+
+    fn forget<'a>(&'a self, client_id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        let forgotten = self
+            .copies
+            .lock()
+            .map(|mut copies| {
+                copies.remove(client_id);
+            })
+            .map_err(|_| StoreError::Unavailable("document copies lock poisoned".into()));
+        Box::pin(async move { forgotten })
     }
 }

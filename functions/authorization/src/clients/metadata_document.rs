@@ -59,6 +59,9 @@ pub const DEFAULT_MAX_AGE: u64 = 300;
 /// How long a copy that stood in is kept in the instance: the next
 /// request tries the host again soon, without a fetch per request.
 const STAND_IN_MAX_AGE: u64 = 60;
+/// The shortest time between two fetches of one client's key set for a
+/// key id it lacked.
+pub const KEY_REFETCH_FLOOR: u64 = 60;
 /// The largest client key set read.
 pub const MAX_KEY_SET_BYTES: usize = 16 * 1024;
 
@@ -98,6 +101,16 @@ struct Budget {
     minute: u64,
     fetches: u32,
     by_sender: HashMap<String, u32>,
+}
+
+/// Which copies may stand in for a document.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Standing {
+    /// The fetch failed as hosts do: the last good copy, else a pin.
+    AnyCopy,
+    /// No fetch was made (the budget is spent): a copy the instance would
+    /// still keep, no older, and no pin.
+    RecentCopyOnly,
 }
 
 /// Why a fetched body is not the client.
@@ -143,30 +156,28 @@ impl MetadataDocuments {
         if let Some(client) = fresh(&self.kept, client_id, now) {
             return Ok(client);
         }
+        // A spent budget is something a caller can cause: then only a copy
+        // fetched within the instance's keeping time stands in, never an
+        // older one or a pin, which the host may have changed since.
         if let Err(spent) = self.spend_fetch(now, sender) {
-            return self.stand_in(client_id, &url, now, spent).await;
+            return self.stand_in(client_id, &url, now, spent, Standing::RecentCopyOnly).await;
         }
         let fetched = match self.fetcher.get(&url).await {
-            Ok(fetched) => fetched,
-            Err(error) => {
-                // Where the fetch failed stays in the log: "not public" beside
-                // "unreachable" would tell a prober which names resolve inside.
-                if error.is_transient() {
-                    return self.stand_in(client_id, &url, now, error.to_string()).await;
-                }
-                sign_in_log::record(Facts::new(Event::DocumentFetchFailed, client_id).saying(&error.to_string()));
-                return Err(match error {
-                    FetchError::NotPublic => {
-                        ClientError::Unknown("its client_id URL could not be fetched (https, from a public address)".into())
-                    }
-                    error => ClientError::Unknown(error.to_string()),
-                });
+            // "Not public" is answered as "unreachable" is (the log says
+            // which): a different answer would tell a prober which names
+            // resolve inside.
+            Err(error) if error.is_transient() || error == FetchError::NotPublic => {
+                return self.stand_in(client_id, &url, now, error.to_string(), Standing::AnyCopy).await;
             }
+            Err(error) => return Err(self.gone(client_id, error.to_string()).await),
+            Ok(fetched) => fetched,
         };
         let client = match parse(client_id, &url, &fetched.body) {
             Ok(client) => client,
-            Err(Unusable::NotJson) => return self.stand_in(client_id, &url, now, "the answer was not a JSON document".into()).await,
-            Err(Unusable::Refused(why)) => return Err(ClientError::Unknown(why)),
+            Err(Unusable::NotJson) => {
+                return self.stand_in(client_id, &url, now, "the answer was not a JSON document".into(), Standing::AnyCopy).await;
+            }
+            Err(Unusable::Refused(why)) => return Err(self.gone(client_id, why).await),
         };
         let copy = LastGood { body: fetched.body, fetched_at: now };
         if let Err(error) = self.copies.keep(client_id, &copy, now + LAST_GOOD_LIFETIME.as_secs()).await {
@@ -178,9 +189,20 @@ impl MetadataDocuments {
         Ok(client)
     }
 
+    /// The host said the document is gone or is not one (a 404, another
+    /// client's, too large): believed, and its last good copy forgotten,
+    /// so that no failure later brings back what the host withdrew.
+    async fn gone(&self, client_id: &str, why: String) -> ClientError {
+        sign_in_log::record(Facts::new(Event::DocumentFetchFailed, client_id).saying(&why));
+        if let Err(error) = self.copies.forget(client_id).await {
+            tracing::warn!(%error, client_id, "a withdrawn client metadata document's last good copy could not be forgotten");
+        }
+        ClientError::Unknown(why)
+    }
+
     /// What stands in for a document that could not be fetched: its last
-    /// good copy, else its pin, else nothing just now.
-    async fn stand_in(&self, client_id: &str, url: &Url, now: u64, why: String) -> Result<Client, ClientError> {
+    /// good copy, else its pin (as `standing` allows), else nothing just now.
+    async fn stand_in(&self, client_id: &str, url: &Url, now: u64, why: String, standing: Standing) -> Result<Client, ClientError> {
         let copy = match self.copies.last_good(client_id, now).await {
             Ok(copy) => copy,
             Err(error) => {
@@ -188,11 +210,16 @@ impl MetadataDocuments {
                 None
             }
         };
-        let copied = copy.and_then(|copy| parse(client_id, url, &copy.body).ok()).map(|client| (client, "the last good copy stood in"));
+        let recent_enough = |copy: &LastGood| standing == Standing::AnyCopy || copy.fetched_at + self.max_age.as_secs() > now;
+        let copied = copy
+            .filter(recent_enough)
+            .and_then(|copy| parse(client_id, url, &copy.body).ok())
+            .map(|client| (client, "the last good copy stood in"));
         let stand_in = copied.or_else(|| {
-            let pinned = self.pins.document(client_id)?;
+            let pinned = self.pins.document(client_id).filter(|_| standing == Standing::AnyCopy)?;
             parse(client_id, url, pinned.as_bytes()).ok().map(|client| (client, "the pinned copy stood in"))
         });
+        let stand_in = stand_in.map(|(client, which)| (Client { from_copy: true, ..client }, which));
         // What happened first: the reason may be long, and the line is capped.
         let outcome = format!("{}; {why}", stand_in.as_ref().map_or("no copy stood in: 503", |(_, which)| *which));
         sign_in_log::record(Facts::new(Event::DocumentFetchFailed, client_id).saying(&outcome));
@@ -214,7 +241,12 @@ impl MetadataDocuments {
             KeySource::Inline(jwks) => return key_set(jwks.as_bytes(), now).ok_or_else(no_keys),
             KeySource::Url(url) => url,
         };
-        if !stale && let Some(set) = fresh(&self.key_sets, url.as_str(), now) {
+        // A key id the set lacks refetches it, at most once a minute: any
+        // string shaped like a JWT names one, and it must not become a
+        // fetch of the client's keys per request.
+        if let Some(set) = fresh(&self.key_sets, url.as_str(), now)
+            && (!stale || now < set.fetched_at + KEY_REFETCH_FLOOR)
+        {
             return Ok(set);
         }
         self.spend_fetch(now, sender).map_err(ClientError::Unavailable)?;
@@ -319,6 +351,7 @@ fn parse(client_id: &str, url: &Url, body: &[u8]) -> Result<Client, Unusable> {
         verified_host: url.host_str().map(str::to_owned),
         redirect_uris,
         authentication,
+        from_copy: false,
     })
 }
 

@@ -46,6 +46,9 @@ pub struct Client {
     pub redirect_uris: Vec<RedirectUri>,
     /// How it proves itself at the token endpoint.
     pub authentication: Authentication,
+    /// Described by a copy that stood in for its document (the last good
+    /// one, or a pin), not by a fetch just now.
+    pub from_copy: bool,
 }
 
 impl Client {
@@ -117,6 +120,7 @@ impl Clients {
             verified_host: None,
             redirect_uris,
             authentication: Authentication::None,
+            from_copy: false,
         })
     }
 
@@ -133,6 +137,11 @@ impl Clients {
     ) -> Result<Verified, ClientError> {
         let client = self.find(client_id, sender).await?;
         let Authentication::PrivateKeyJwt { keys, .. } = &client.authentication else {
+            // A copy may leave out keys its document has (ChatGPT's pin
+            // does): the assertion may be good, which cannot be told now.
+            if client.from_copy {
+                return Err(ClientError::Unavailable("the client's keys are not known just now".into()));
+            }
             return Err(ClientError::Unknown("this client publishes no keys to authenticate with".into()));
         };
         let (kid, alg) = authentication::header(assertion).map_err(refused)?;
