@@ -66,22 +66,27 @@ say "fork clean: $name builds with no example tools, reports itself as $name, $p
 kill "$server" 2>/dev/null || true
 wait "$server" 2>/dev/null || true
 
-# The README's tool, prompt, task and resources, pasted where the fork's README says
-# (rename.sh renamed its paths), as a user would, then built, tested, called and read.
+# The README's tool, prompt, task and resources, and docs/tools.md's task with a side
+# effect, pasted where the fork's README and docs say (rename.sh renamed their paths), as a
+# user would, then built, tested, called and read.
 pasted="$("$VENV/bin/python" "$ROOT/infra/readme_snippets.py" README.md .)"
 say "fork: pasted the README's blocks into $pasted"
+pasted="$("$VENV/bin/python" "$ROOT/infra/readme_snippets.py" docs/tools.md .)"
+say "fork: pasted docs/tools.md's blocks into $pasted"
 if ! fork_build >"$STATE_DIR/fork-readme-build.log" 2>&1; then
-  echo "fork: the README's blocks do not build as pasted:" >&2
+  echo "fork: the README's or docs/tools.md's blocks do not build as pasted:" >&2
   grep -E '^(error|warning)' -A 8 "$STATE_DIR/fork-readme-build.log" | head -n 60 >&2
   exit 1
 fi
-if ! cargo test --locked -p "$name" greetings >"$STATE_DIR/fork-readme-test.log" 2>&1; then
-  echo "fork: the README's test of its tool fails:" >&2
+if ! cargo test --locked -p "$name" -- greetings receipts >"$STATE_DIR/fork-readme-test.log" 2>&1; then
+  echo "fork: the pasted blocks' tests fail:" >&2
   tail -n 40 "$STATE_DIR/fork-readme-test.log" >&2
   exit 1
 fi
-grep -q "test tools::greetings::tests::greets_by_name ... ok" "$STATE_DIR/fork-readme-test.log" \
-  || { echo "fork: the README's test did not run" >&2; exit 1; }
+for test in greetings::tests::greets_by_name receipts::tests::a_retried_run_sends_no_second_receipt; do
+  grep -q "test tools::$test ... ok" "$STATE_DIR/fork-readme-test.log" \
+    || { echo "fork: the pasted test $test did not run" >&2; exit 1; }
+done
 MCP_LOCAL_ADDR="127.0.0.1:$port" "$CARGO_TARGET_DIR/debug/$name" >"$STATE_DIR/fork-readme-server.log" 2>&1 &
 server=$!
 wait_for "http://127.0.0.1:$port/" 100 "$STATE_DIR/fork-readme-server.log"
@@ -91,12 +96,16 @@ sys.path.insert(0, "infra")
 from mcp_client import call
 
 url = f"http://127.0.0.1:{sys.argv[1]}/mcp"
-for tool, arguments, expected in [("greet", {"name": "fork"}, "Hello, fork!"), ("countdown", {"from": 1}, "Lift-off!")]:
+for tool, arguments, expected in [
+    ("greet", {"name": "fork"}, "Hello, fork!"),
+    ("countdown", {"from": 1}, "Lift-off!"),
+    ("send_receipt", {"email": "fork@example.com"}, "Sent a receipt to fork@example.com."),
+]:
     reply = call(url, "tools/call", {"name": tool, "arguments": arguments}, name=tool)
     text = reply.get("result", {}).get("content", [{}])[0].get("text")
     if text != expected:
-        sys.exit(f"fork: the README's {tool} answered {json.dumps(reply)[:300]}, not {expected!r}")
-    print(f"[fork-test] the README's {tool} answers {text!r}")
+        sys.exit(f"fork: the pasted {tool} answered {json.dumps(reply)[:300]}, not {expected!r}")
+    print(f"[fork-test] the pasted {tool} answers {text!r}")
 reply = call(url, "prompts/get", {"name": "haiku", "arguments": {"topic": "forks"}})
 text = reply.get("result", {}).get("messages", [{}])[0].get("content", {}).get("text")
 if text != "Write a haiku about forks.":
@@ -111,5 +120,5 @@ for uri, expected in [("cards://welcome", "Welcome, fork!"), ("cards://birthday/
         sys.exit(f"fork: the README's resource {uri} read {json.dumps(reply)[:300]}, not {expected!r}")
     print(f"[fork-test] the README's resource {uri} reads {text!r}")
 PY
-passed=$((passed + 6))
+passed=$((passed + 8))
 echo "$passed" >"$STATE_DIR/fork-passed.txt"

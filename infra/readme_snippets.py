@@ -1,6 +1,7 @@
-"""Pastes the README's code blocks into a copy of the repository, as a user
-following the README would, so CI compiles what the README tells people
-to paste (infra/fork-test.sh).
+"""Pastes the README's code blocks (or another Markdown file's: docs/tools.md
+has one) into a copy of the repository, as a user following the README
+would, so CI compiles what the README tells people to paste
+(infra/fork-test.sh).
 
 A block is announced by `<!-- paste: PATH -->` on the line before its
 fence. For a file that does not exist yet the block is the whole file. For

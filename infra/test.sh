@@ -13,7 +13,8 @@
 #   - compile:  mcp-stateless and the starter without the 2025 era
 #               (--no-default-features); the fuzzer's smoke; a fork that
 #               renames the function, deletes every example and pastes the
-#               README's tool, prompt, resources and task (infra/fork-test.sh); a
+#               README's tool, prompt, resources and task and docs/tools.md's
+#               task with a side effect (infra/fork-test.sh); a
 #               renamed fork merging an upstream release (infra/upgrade-test.sh)
 #   - serve:    the template (sam validate --lint, cfn-lint, its tests) and
 #               the scripts' MCP client; cargo-deny; actionlint; the starter

@@ -134,17 +134,24 @@ async fn a_message_delivered_twice_gives_one_outcome() {
     assert_eq!(get_task(addr, PRINCIPAL, &id).await["result"], done);
 }
 
+/// The second run is told it is the second, and carries the first run's
+/// idempotency key: what lets a side effect the first run made be
+/// recognised on the other side.
 #[tokio::test]
 async fn a_worker_killed_mid_task_is_taken_over_once_its_lease_lapses() {
     let stack = Stack::new(3, 3).await;
     let first = stack.worker();
     let addr = start_task_server(&stack.settings, Arc::new(SystemClock)).await;
-    let id = start_task(addr, PRINCIPAL, "slow_compute", json!({"seconds": 3, "label": "killed"})).await;
-    wait_for(addr, PRINCIPAL, &id, Duration::from_secs(20), running).await;
+    let id = start_task(addr, PRINCIPAL, "says_its_attempt", json!({"seconds": 3})).await;
+    let said = |result: &serde_json::Value| result["statusMessage"].as_str().is_some_and(|m| m.starts_with("attempt "));
+    let started = wait_for(addr, PRINCIPAL, &id, Duration::from_secs(20), |result| said(result) || is_terminal(result)).await;
     first.kill();
+    let first_said = started["statusMessage"].as_str().unwrap_or_default().to_owned();
+    let key = first_said.strip_prefix("attempt 1 key ").unwrap_or_else(|| panic!("the first run said {started}"));
     let _second = stack.worker();
     let done = wait_for(addr, PRINCIPAL, &id, Duration::from_secs(60), is_terminal).await;
     assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], format!("attempt 2 key {key}"), "{done}");
     assert_eq!(stack.record(&id).await.attempts, 2, "run again from the start by the second worker");
 }
 

@@ -39,10 +39,27 @@ async fn always_aborts(_: Nothing, _run: TaskRun) -> Result<TaskStep, ErrorData>
     std::process::abort()
 }
 
-/// The conformance fixtures' task tools plus two whose every run fails:
-/// one panics (unwinding, as in a debug build), one aborts the process.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct Seconds {
+    /// How long the run lasts.
+    seconds: u64,
+}
+
+/// Says which run it is and the idempotency key it was given: in its
+/// status while it runs, then in its result.
+async fn says_its_attempt(arguments: Seconds, run: TaskRun) -> Result<TaskStep, ErrorData> {
+    let said = format!("attempt {} key {}", run.attempt(), run.idempotency_key());
+    run.set_status(said.clone());
+    tokio::time::sleep(Duration::from_secs(arguments.seconds)).await;
+    Ok(TaskStep::text(said))
+}
+
+/// The conformance fixtures' task tools, one that says which run it is,
+/// and two whose every run fails: one panics (unwinding, as in a debug
+/// build), one aborts the process.
 pub fn task_fixtures() -> TaskTools {
     everything::task_tools()
+        .with(TaskTool::new("says_its_attempt", "Says its attempt and key, after seconds", TaskSupport::Required, says_its_attempt))
         .with(TaskTool::new("always_panics", "Panics in every run, after after_ms", TaskSupport::Required, always_panics))
         .with(TaskTool::new("always_aborts", "Aborts the process in every run", TaskSupport::Required, always_aborts))
 }

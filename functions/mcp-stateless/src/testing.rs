@@ -30,12 +30,18 @@ pub struct TestRun {
 /// `responses` (an object keyed as the requests were) and the
 /// `continuation` an earlier run handed over.
 pub fn task_run(responses: Value, continuation: Option<Value>) -> TestRun {
+    task_rerun(responses, continuation, 1)
+}
+
+/// As [`task_run`], run `attempt` times so far (2 for the first retry):
+/// the same task, so the same [`TaskRun::idempotency_key`].
+pub fn task_rerun(responses: Value, continuation: Option<Value>, attempt: u32) -> TestRun {
     let responses: Map<String, Value> = match responses {
         Value::Object(map) => map,
         Value::Null => Map::new(),
         other => panic!("responses must be an object keyed by request, not {other}"),
     };
     let call = call_context(Principal::Anonymous, json!({}));
-    let (run, status, cancel) = TaskRun::new(Some("tsk_test".into()), call, responses, continuation);
+    let (run, status, cancel) = TaskRun::new(Some("tsk_test".into()), attempt, call, responses, continuation);
     TestRun { run, status, cancel }
 }

@@ -151,7 +151,7 @@ impl Tasks {
     /// now, within the inline limit (under the request function's timeout:
     /// a run that would outlast it must run as a task).
     async fn run_inline(&self, tool: &TaskTool, ctx: CallContext, arguments: Value) -> Result<CallToolResponse, ErrorData> {
-        let (run, _status, _cancel) = TaskRun::new(None, ctx, Map::new(), None);
+        let (run, _status, _cancel) = TaskRun::new(None, 1, ctx, Map::new(), None);
         let limit = self.policy.inline_limit;
         match tokio::time::timeout(limit, (tool.run)(arguments, run)).await {
             Ok(step) => match step? {

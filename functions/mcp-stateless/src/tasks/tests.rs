@@ -95,8 +95,20 @@ async fn panics(_: Nothing, _run: TaskRun) -> Result<TaskStep, ErrorData> {
     panic!("a bug in a task tool")
 }
 
+/// Says which run it is and the key it was given; its first run never
+/// ends (a worker that dies mid-run), a later one completes.
+async fn says_its_attempt(_: Nothing, run: TaskRun) -> Result<TaskStep, ErrorData> {
+    let said = format!("attempt {} key {}", run.attempt(), run.idempotency_key());
+    if run.attempt() == 1 {
+        run.set_status(said.clone());
+        std::future::pending::<()>().await;
+    }
+    Ok(TaskStep::text(said))
+}
+
 fn tools() -> TaskTools {
     TaskTools::new()
+        .with(TaskTool::new("says_its_attempt", "", TaskSupport::Required, says_its_attempt))
         .with(TaskTool::new("wait", "", TaskSupport::Optional, wait))
         .with(TaskTool::new("two_questions", "", TaskSupport::Required, two_questions))
         .with(TaskTool::new("asks_again", "", TaskSupport::Required, asks_again))
@@ -314,6 +326,38 @@ async fn a_run_whose_worker_died_is_sent_again_when_its_lease_lapses_then_failed
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(failed["statusMessage"].as_str().unwrap().contains("after 3 attempt"), "{failed}");
     assert_eq!(f.worker.process(&message).await, Disposition::Done, "nothing left to run");
+}
+
+/// What makes a retried side effect safe: the retry is told it is one, and
+/// carries the first run's idempotency key.
+#[tokio::test]
+async fn a_retried_run_sees_the_next_attempt_and_the_same_idempotency_key() {
+    let f = fixture();
+    let alice = with_tasks("alice");
+    let (id, message) = f.start(&alice, "says_its_attempt", json!({})).await;
+    let first_run = tokio::spawn({
+        let worker = f.worker.clone();
+        async move { worker.process(&message).await }
+    });
+    let first = loop {
+        if let Some(said) = f.get(&alice, &id).await["statusMessage"].as_str().filter(|m| m.starts_with("attempt")) {
+            break said.to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    // The worker dies; its lease lapses; the next poll sends the task again.
+    first_run.abort();
+    let _ = first_run.await;
+    f.clock.advance(f.tasks.policy.lease.as_secs() + 1);
+    assert_eq!(f.get(&alice, &id).await["status"], "working");
+    let again = f.queue.take().pop().expect("sent again once the lease lapsed");
+    // A second run told it is the first would never end.
+    let second_run = tokio::time::timeout(Duration::from_secs(10), f.worker.process(&again)).await;
+    assert_eq!(second_run.expect("the second run was told it is the first"), Disposition::Done);
+    let done = f.get(&alice, &id).await;
+    let key = first.strip_prefix("attempt 1 key ").unwrap_or_else(|| panic!("the first run said {first}"));
+    assert_eq!(done["result"]["content"][0]["text"], format!("attempt 2 key {key}"), "{done}");
+    assert!(key.starts_with("task-") && !key.contains(&id[4..]), "the key {key} does not show the task id {id}");
 }
 
 #[tokio::test]

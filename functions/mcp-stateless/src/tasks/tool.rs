@@ -24,6 +24,8 @@ use tokio::sync::watch;
 use crate::{
     protocol::context::CallContext,
     protocol::elicitation::{ElicitationReply, read_elicitation},
+    random,
+    storage::hex,
 };
 
 /// Whether a client without the tasks extension can call the tool.
@@ -74,6 +76,8 @@ impl From<CallToolResult> for TaskStep {
 /// What a running task function can see and do.
 pub struct TaskRun {
     task_id: Option<String>,
+    attempt: u32,
+    idempotency_key: String,
     call: CallContext,
     responses: Map<String, Value>,
     continuation: Option<Value>,
@@ -83,21 +87,49 @@ pub struct TaskRun {
 
 impl TaskRun {
     /// A run and the two channels its driver watches: status messages out,
-    /// cancellation in.
+    /// cancellation in. `attempt`: the task's runs started, this one
+    /// included (the record's count, taken with the lease); 1 inline.
     pub fn new(
         task_id: Option<String>,
+        attempt: u32,
         call: CallContext,
         responses: Map<String, Value>,
         continuation: Option<Value>,
     ) -> (Self, watch::Receiver<Option<String>>, watch::Sender<bool>) {
         let (status, status_updates) = watch::channel(None);
         let (cancel, cancelled) = watch::channel(false);
-        (Self { task_id, call, responses, continuation, status, cancelled }, status_updates, cancel)
+        let idempotency_key = task_id.as_deref().map_or_else(inline_call_key, task_key);
+        let run = Self { task_id, attempt: attempt.max(1), idempotency_key, call, responses, continuation, status, cancelled };
+        (run, status_updates, cancel)
     }
 
     /// `None` when running inline for a client without the tasks extension.
     pub fn task_id(&self) -> Option<&str> {
         self.task_id.as_deref()
+    }
+
+    /// The same on every run of this task: send it with each side effect
+    /// (a payment, an email, a POST to another API; as an
+    /// `Idempotency-Key` header, or the key of a conditional write) so the
+    /// other side does it once. A task may run more than once: a worker
+    /// that crashed or lost its lease, a message the queue delivered
+    /// again, a run resumed after input (it starts from the beginning).
+    /// A task with several effects suffixes it, one suffix per effect
+    /// (`format!("{key}:charge")`). Derived from the task id by a hash, so
+    /// it names the task to nobody it is sent to. Inline (no task), a
+    /// fresh key per call: the server never runs an inline call twice.
+    pub fn idempotency_key(&self) -> &str {
+        &self.idempotency_key
+    }
+
+    /// Which run of the task this is: 1 for the first, and one more for
+    /// every run started since (a retry after a crash or a lapsed lease, a
+    /// resumption after input), counted by the same conditional write that
+    /// gives this run the task, so a retried write does not count twice.
+    /// Above 1, an effect may have happened already: check before redoing
+    /// what [`Self::idempotency_key`] cannot make safe. Always 1 inline.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
     }
 
     /// The request that created the task: its caller (verified principal),
@@ -141,6 +173,18 @@ impl TaskRun {
     pub fn continuation<T: DeserializeOwned>(&self) -> Option<T> {
         self.continuation.clone().and_then(|value| serde_json::from_value(value).ok())
     }
+}
+
+/// `task-` and 128 bits of SHA-256 over the task id: stable for the task,
+/// and no handle on it for whoever receives it (a task id is a capability
+/// its owner polls with; a third party's logs should not hold it).
+fn task_key(task_id: &str) -> String {
+    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, format!("mcp-task-idempotency-key\0{task_id}").as_bytes());
+    format!("task-{}", hex(&digest.as_ref()[..16]))
+}
+
+fn inline_call_key() -> String {
+    format!("call-{}", hex(&random::bytes::<16>()))
 }
 
 type TaskFn = Arc<dyn Fn(Value, TaskRun) -> BoxFuture<'static, Result<TaskStep, ErrorData>> + Send + Sync>;
@@ -290,5 +334,34 @@ impl TaskTools {
 impl std::ops::AddAssign for TaskTools {
     fn add_assign(&mut self, other: TaskTools) {
         *self = std::mem::take(self).merge(other);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::context::Principal;
+
+    fn run(task_id: Option<&str>, attempt: u32) -> TaskRun {
+        let call = CallContext::with_capabilities(Principal::Anonymous, serde_json::json!({}));
+        TaskRun::new(task_id.map(str::to_owned), attempt, call, Map::new(), None).0
+    }
+
+    #[test]
+    fn a_task_keeps_its_idempotency_key_from_run_to_run_and_shares_it_with_no_other() {
+        let (first, retry) = (run(Some("tsk_a"), 1), run(Some("tsk_a"), 2));
+        assert_eq!(first.idempotency_key(), retry.idempotency_key());
+        assert_eq!((first.attempt(), retry.attempt()), (1, 2));
+        assert_ne!(first.idempotency_key(), run(Some("tsk_b"), 1).idempotency_key());
+        assert_eq!(first.idempotency_key().len(), "task-".len() + 32);
+        assert!(!first.idempotency_key().contains("tsk_a"), "the key shows the task id: {}", first.idempotency_key());
+    }
+
+    #[test]
+    fn an_inline_call_gets_a_key_of_its_own_and_is_a_first_attempt() {
+        let (one, two) = (run(None, 1), run(None, 1));
+        assert_ne!(one.idempotency_key(), two.idempotency_key());
+        assert!(one.idempotency_key().starts_with("call-"));
+        assert_eq!(run(None, 0).attempt(), 1);
     }
 }

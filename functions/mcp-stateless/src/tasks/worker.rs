@@ -112,8 +112,13 @@ impl TaskWorker {
             let error = ErrorData::internal_error(message, None);
             return self.settle(&key, &holder, &input.client_capabilities, RunEnd::Step(Err(error))).await;
         };
-        let (run, status, cancel) =
-            TaskRun::new(Some(record.task_id.clone()), input.call_context(), record.input_responses.clone(), record.continuation.clone());
+        let (run, status, cancel) = TaskRun::new(
+            Some(record.task_id.clone()),
+            record.attempts,
+            input.call_context(),
+            record.input_responses.clone(),
+            record.continuation.clone(),
+        );
         tracing::info!(task = %record.task_id, tool = %input.tool, attempt = record.attempts, "task run started");
         let function = tokio::spawn((tool.run)(input.arguments.clone(), run));
         let end = self.watch(&key, &holder, function, status, cancel, deadline).await;
