@@ -355,6 +355,35 @@ async fn writes_whose_answers_were_lost_report_what_they_did() {
     assert!(over["result"]["isError"] == json!(true) || over.get("error").is_some(), "only two places: {over}");
 }
 
+/// Issue 44: adding writes (an append, the owner's counter) apply once
+/// under one call, even when its first attempt reaches DynamoDB late: after
+/// its own retry, and after another call's write.
+#[tokio::test]
+async fn adding_writes_that_land_late_apply_once() {
+    let rig = Rig::new().await;
+    let addr = rig.server().await;
+    let list = text_of(&call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await);
+    rig.proxy.set_on(Service::DynamoDb, "UpdateItem", Fault::LandLate, 0);
+    let appended = call_tool(addr, "alice", "append", json!({"list": list, "entry": "late"}), json!({}), json!({})).await;
+    assert!(appended.get("error").is_none(), "the retry applied it: {appended}");
+    call_tool(addr, "alice", "append", json!({"list": list, "entry": "next"}), json!({}), json!({})).await;
+    assert_eq!(rig.proxy.land_held().await, (1, 1), "the late first attempt reached DynamoDB and was refused");
+    assert_eq!(entries(addr, &list).await, json!(["late", "next"]));
+
+    // The counter of open lists (cap 5): a take that lands late counts once.
+    rig.proxy.set_on(Service::DynamoDb, "UpdateItem", Fault::LandLate, 0);
+    let opened = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
+    assert!(opened.get("error").is_none() && opened["result"]["isError"] != json!(true), "{opened}");
+    call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
+    assert_eq!(rig.proxy.land_held().await, (1, 1), "the late take was refused");
+    for _ in 0..2 {
+        let more = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
+        assert!(more.get("error").is_none() && more["result"]["isError"] != json!(true), "three of five so far: {more}");
+    }
+    let over = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
+    assert!(over["result"]["isError"] == json!(true) || over.get("error").is_some(), "five open, each counted once: {over}");
+}
+
 #[tokio::test]
 async fn an_sqs_fault_fails_the_new_task_instead_of_leaving_it_working() {
     for fault in FAULTS {

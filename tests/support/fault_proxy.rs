@@ -64,6 +64,10 @@ pub enum Fault {
     /// Forwards the request (it takes effect) and drops the answer, once:
     /// the caller cannot tell it landed, and its retry must not repeat it.
     LoseAnswer,
+    /// Drops the connection and holds the request, once, until
+    /// [`FaultProxy::land_held`] forwards it: a first attempt that reaches
+    /// the service late, after its retry and whatever came next.
+    LandLate,
 }
 
 /// Where a fault applies: every request of a service, or only one of its
@@ -88,6 +92,8 @@ pub struct Call {
 #[derive(Default)]
 struct Faults {
     by_service: HashMap<Service, Target>,
+    /// Requests [`Fault::LandLate`] holds back.
+    held: Vec<(http::request::Parts, Bytes)>,
     /// Requests that reached the proxy, per service, faulted or not.
     seen: HashMap<Service, u32>,
     calls: Vec<(Service, Call)>,
@@ -97,6 +103,7 @@ struct Faults {
 pub struct FaultProxy {
     pub url: String,
     faults: Arc<Mutex<Faults>>,
+    upstream: SocketAddr,
 }
 
 impl FaultProxy {
@@ -116,7 +123,7 @@ impl FaultProxy {
                 });
             }
         });
-        Self { url, faults }
+        Self { url, faults, upstream }
     }
 
     /// In front of the emulator (`crate::emulator::emulator_env`).
@@ -147,6 +154,21 @@ impl FaultProxy {
 
     pub fn clear(&self) {
         self.faults.lock().unwrap().by_service.clear();
+    }
+
+    /// Forwards the requests held back by [`Fault::LandLate`], in order,
+    /// and answers how many the service refused (a write that must not
+    /// apply twice is refused by its condition).
+    pub async fn land_held(&self) -> (usize, usize) {
+        let held = std::mem::take(&mut self.faults.lock().unwrap().held);
+        let mut refused = 0;
+        for (parts, body) in held.iter().cloned() {
+            let response = forward(parts, body, self.upstream).await;
+            if response.is_ok_and(|response| !response.status().is_success()) {
+                refused += 1;
+            }
+        }
+        (held.len(), refused)
     }
 
     pub fn seen(&self, service: Service) -> u32 {
@@ -183,9 +205,10 @@ async fn handle(
                 t.passing -= 1;
                 None
             }
-            Some(Target { fault: Fault::LoseAnswer, .. }) => {
+            Some(Target { fault: fault @ (Fault::LoseAnswer | Fault::LandLate), .. }) => {
+                let fault = *fault;
                 faults.by_service.remove(&service);
-                Some(Fault::LoseAnswer)
+                Some(fault)
             }
             Some(t) => Some(t.fault),
             None => None,
@@ -193,6 +216,10 @@ async fn handle(
     });
     let (parts, body) = request.into_parts();
     let body = body.collect().await.map_err(|_| Dropped)?.to_bytes();
+    if fault == Some(Fault::LandLate) {
+        faults.lock().unwrap().held.push((parts, body));
+        return Err(Dropped);
+    }
     let answered = answer(fault, service, parts, body.clone(), upstream).await;
     if let (Ok(response), Some(service)) = (&answered, service) {
         let response = response.body().clone().collect().await.map(|b| b.to_bytes()).unwrap_or_default();

@@ -36,7 +36,7 @@ use mcp_stateless::{
 use serde_json::Value;
 
 use super::{
-    DynamoStore, Item, LAST_OP, PARTITION_KEY, TTL_ATTRIBUTE,
+    DynamoStore, Item, LAST_OP, PARTITION_KEY, RecentCalls, TTL_ATTRIBUTE,
     attribute_values::{from_attribute, from_map, to_attribute},
     condition_failed, n, number, operation_id, s, unavailable,
 };
@@ -113,13 +113,14 @@ impl DynamoStore {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
     }
 
-    /// `op`: the id an append wrote as `last_op`, if it was an append.
+    /// `own`: whether an item a refused write saw holds that write's own
+    /// earlier landing (a replace's `last_op`, an append's recent calls).
     async fn finish_update(
         &self,
         key: &ItemKey,
         update: UpdateItemFluentBuilder,
         now: u64,
-        op: Option<&str>,
+        own: impl Fn(&Item) -> bool,
     ) -> Result<Lookup, StoreError> {
         match update.send().await {
             Ok(output) => Ok(Lookup::Found(record(&output.attributes.unwrap_or_default())?)),
@@ -128,11 +129,9 @@ impl DynamoStore {
                     UpdateItemError::ConditionalCheckFailedException(c) => c.item.clone(),
                     _ => None,
                 })?;
-                // The SDK retried an append whose first attempt was applied
+                // The SDK retried a write whose first attempt was applied
                 // but whose answer was lost: that attempt is the result.
-                if let (Some(op), Some(item)) = (op, &seen)
-                    && item.get(LAST_OP) == Some(&s(op))
-                {
+                if let Some(item) = seen.as_ref().filter(|item| own(item)) {
                     return Ok(Lookup::Found(record(item)?));
                 }
                 self.explain(key, seen, now).await
@@ -248,7 +247,7 @@ impl HandleStore for DynamoStore {
                 .expression_attribute_values(":expected", n(expected_version))
                 .expression_attribute_values(":next", n(expected_version + 1))
                 .expression_attribute_values(":op", s(&op));
-            match self.finish_update(key, update, now, Some(&op)).await? {
+            match self.finish_update(key, update, now, |item| item.get(LAST_OP) == Some(&s(&op))).await? {
                 // Live and owned, so the version moved on: another writer won.
                 Lookup::LimitReached => Ok(Lookup::Conflict),
                 other => Ok(other),
@@ -259,18 +258,18 @@ impl HandleStore for DynamoStore {
     fn apply<'a>(&'a self, key: &'a ItemKey, change: &'a Change, now: u64, expires_at: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
             let update = self.live_update(key, now, expires_at);
-            let op = matches!(change, Change::Append { .. }).then(operation_id);
+            let calls = RecentCalls::new(now);
             let update = match change {
                 Change::Touch => update.update_expression("SET last_used_at = :now, expires_at = :exp").condition_expression(LIVE),
-                Change::Append { field, value, max_len } => update
-                    .update_expression(
-                        "SET #data.#field = list_append(#data.#field, :new), last_used_at = :now, expires_at = :exp, \
-                         last_op = :op ADD #version :one",
-                    )
-                    .condition_expression(format!(
-                        "{LIVE} AND size(#data.#field) < :max AND (attribute_not_exists(last_op) OR last_op <> :op)"
+                Change::Append { field, value, max_len } => calls
+                    .bind(update)
+                    .update_expression(format!(
+                        "SET #data.#field = list_append(#data.#field, :new), last_used_at = :now, expires_at = :exp \
+                         ADD #version :one, {} REMOVE {}",
+                        RecentCalls::ADD,
+                        RecentCalls::REMOVE
                     ))
-                    .expression_attribute_values(":op", s(op.as_deref().unwrap_or_default()))
+                    .condition_expression(format!("{LIVE} AND size(#data.#field) < :max AND {}", RecentCalls::CONDITION))
                     .expression_attribute_names("#data", "data")
                     .expression_attribute_names("#field", field)
                     .expression_attribute_names("#version", "version")
@@ -278,7 +277,8 @@ impl HandleStore for DynamoStore {
                     .expression_attribute_values(":one", n(1))
                     .expression_attribute_values(":max", n(*max_len as u64)),
             };
-            self.finish_update(key, update, now, op.as_deref()).await
+            let appended = matches!(change, Change::Append { .. });
+            self.finish_update(key, update, now, |item| appended && calls.landed_in(item)).await
         })
     }
 

@@ -13,11 +13,11 @@
 //!
 //! | `pk` | attributes | written by |
 //! |---|---|---|
-//! | `handle#<prefix>#<sha256(owner, handle)>` | `owner`, `kind`, `data` (a map), `version`, `created_at`, `last_used_at`, `expires_at` (sliding), `deadline` (absolute; items written before it existed have none), `last_op`, `created_op`; once deleted, a tombstone for 15 minutes: `deleted_op`, `deleted_at` | [`handles`] |
+//! | `handle#<prefix>#<sha256(owner, handle)>` | `owner`, `kind`, `data` (a map), `version`, `created_at`, `last_used_at`, `expires_at` (sliding), `deadline` (absolute; items written before it existed have none), `last_op` (a replace's), `created_op`, `ops_0`..`ops_2` (recent appends' call ids, [`RecentCalls`]); once deleted, a tombstone for 15 minutes: `deleted_op`, `deleted_at` | [`handles`] |
 //! | `handle#tsk#<sha256(owner, task id)>` | `task` (the record as one JSON string), `owner`, `kind`, `version`, `status` (for operators), `expires_at`, `last_op` | [`tasks`] |
 //! | `handle#tsk#<...>#input` | `input` (the arguments and request context, one JSON string, written once), `owner`, `kind`, `expires_at`, `last_op` | [`tasks`] |
 //! | `jti#<state id>` | `expires_at`, `last_op` | [`handles`] (single-use `requestState`) |
-//! | `quota#<kind>#<sha256(owner)>#<window>` | `count`, `expires_at`, `last_op` | [`quota`] |
+//! | `quota#<kind>#<sha256(owner)>#<window>` | `count`, `expires_at`, `ops_0`..`ops_2` (recent calls' ids, [`RecentCalls`]) | [`quota`] |
 //! | `feed#lists` | per list (`tools`, `prompts`, `resources`): `<kind>_version`, `<kind>_changed_at` (epoch ms), `<kind>_digest`; no TTL (one small item for the table's life) | [`feed`] |
 //!
 //! `last_op` is a random id per write call: the SDK's retry of a write
@@ -94,6 +94,63 @@ pub fn condition_failed<E: ProvideErrorMetadata + std::error::Error + 'static, R
             Ok(item_of(service.err()))
         }
         _ => Err(unavailable(error)),
+    }
+}
+
+/// A write that adds (an append, a counter's step) and so must never apply
+/// twice under one call: its id goes into a string set of the item's
+/// recent calls, and the write is refused where the id is there already.
+/// `last_op` alone remembers one call, so a retry whose first attempt landed
+/// before another call's write, or a first attempt that lands late, after
+/// its retry, applied twice (issue 44). The sets are per minute, three in
+/// turn: the current one and the one before are checked, the one before
+/// that is dropped by the same write, so an item holds the ids of two or
+/// three minutes of writes, far beyond the SDK's retries (seconds).
+pub(crate) struct RecentCalls {
+    op: String,
+    current: &'static str,
+    previous: &'static str,
+    stale: &'static str,
+}
+
+const RECENT_CALL_SETS: [&str; 3] = ["ops_0", "ops_1", "ops_2"];
+
+impl RecentCalls {
+    /// A new call's id, at `now` (epoch seconds).
+    pub(crate) fn new(now: u64) -> Self {
+        let minute = usize::try_from(now / 60 % 3).unwrap_or(0);
+        Self {
+            op: operation_id(),
+            current: RECENT_CALL_SETS[minute],
+            previous: RECENT_CALL_SETS[(minute + 2) % 3],
+            stale: RECENT_CALL_SETS[(minute + 1) % 3],
+        }
+    }
+
+    /// The condition clause: not applied before under this call.
+    pub(crate) const CONDITION: &str = "NOT contains(#ops_current, :op) AND NOT contains(#ops_previous, :op)";
+    /// The `ADD` clause's element.
+    pub(crate) const ADD: &str = "#ops_current :op_set";
+    /// The `REMOVE` clause's element.
+    pub(crate) const REMOVE: &str = "#ops_stale";
+
+    /// `update` with the names and values the clauses above use.
+    pub(crate) fn bind(
+        &self,
+        update: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        update
+            .expression_attribute_names("#ops_current", self.current)
+            .expression_attribute_names("#ops_previous", self.previous)
+            .expression_attribute_names("#ops_stale", self.stale)
+            .expression_attribute_values(":op", s(&self.op))
+            .expression_attribute_values(":op_set", AttributeValue::Ss(vec![self.op.clone()]))
+    }
+
+    /// Whether `item` (as a refused write saw it) holds this call's id:
+    /// the call's own write landed before.
+    pub(crate) fn landed_in(&self, item: &Item) -> bool {
+        [self.current, self.previous].iter().any(|set| matches!(item.get(*set), Some(AttributeValue::Ss(ids)) if ids.contains(&self.op)))
     }
 }
 

@@ -3,10 +3,12 @@
 //! `count` and `expires_at` (the TTL attribute). One conditional UpdateItem
 //! per call, so concurrent creates on any instances never overshoot.
 //!
-//! Each update carries a per-call id (`last_op`) and refuses an item that
-//! already carries it, so the SDK's retry of an update whose answer was
-//! lost does not count (or uncount) twice; the refusal returns the item,
-//! and a take that finds its own id knows it counted.
+//! Each update carries its call's id into the item's recent calls
+//! ([`RecentCalls`](super::RecentCalls)) and refuses an item that holds it
+//! already, so the SDK's retry of an update whose answer was lost, or a
+//! first attempt that lands late, never counts (or uncounts) twice, even
+//! with other calls' updates in between; the refusal returns the item, and
+//! a take that finds its own id knows it counted.
 
 use aws_sdk_dynamodb::{
     operation::update_item::{UpdateItemError, builders::UpdateItemFluentBuilder},
@@ -18,43 +20,42 @@ use mcp_stateless::{
     storage::StoreError,
 };
 
-use super::{DynamoStore, LAST_OP, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, operation_id, s};
+use super::{DynamoStore, PARTITION_KEY, RecentCalls, TTL_ATTRIBUTE, condition_failed, n, s};
 
-/// Not applied before under this call's id.
-const FIRST_TIME: &str = "(attribute_not_exists(#last_op) OR #last_op <> :op)";
+/// The wall clock's seconds, for the recent calls' minute (the quota's own
+/// windows come with its key).
+fn now_seconds() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
+}
 
 impl DynamoStore {
-    /// A conditional update of the counter `key` names (`#count`), under
-    /// the per-call id `op` (`:op`, which `update` sets as `#last_op`).
-    fn counter(&self, key: &QuotaKey, update: &str, condition: &str, op: &str) -> UpdateItemFluentBuilder {
-        self.client
+    /// A conditional update of the counter `key` names (`#count`), adding
+    /// `step` (`ADD` clauses), refused where `condition` fails or `calls`'s
+    /// id is there already.
+    fn counter(&self, key: &QuotaKey, step: &str, condition: &str, calls: &RecentCalls) -> UpdateItemFluentBuilder {
+        let update = self
+            .client
             .update_item()
             .table_name(&self.table)
             .key(PARTITION_KEY, s(&key.partition_key))
-            .update_expression(update)
-            .condition_expression(format!("({condition}) AND {FIRST_TIME}"))
+            .update_expression(format!("ADD {step}, {} SET #expires = :expires REMOVE {}", RecentCalls::ADD, RecentCalls::REMOVE))
+            .condition_expression(format!("({condition}) AND {}", RecentCalls::CONDITION))
             .expression_attribute_names("#count", "count")
-            .expression_attribute_names("#last_op", LAST_OP)
-            .expression_attribute_values(":op", s(op))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .expression_attribute_names("#expires", TTL_ATTRIBUTE)
+            .expression_attribute_values(":expires", n(key.expires_at))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        calls.bind(update)
     }
 }
 
 impl CreationQuota for DynamoStore {
     fn take<'a>(&'a self, key: &'a QuotaKey, limit: u32) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
-            let op = operation_id();
+            let calls = RecentCalls::new(now_seconds());
             let result = self
-                .counter(
-                    key,
-                    "ADD #count :one SET #expires = :expires, #last_op = :op",
-                    "attribute_not_exists(#count) OR #count < :limit",
-                    &op,
-                )
-                .expression_attribute_names("#expires", TTL_ATTRIBUTE)
+                .counter(key, "#count :one", "attribute_not_exists(#count) OR #count < :limit", &calls)
                 .expression_attribute_values(":one", n(1))
                 .expression_attribute_values(":limit", n(u64::from(limit)))
-                .expression_attribute_values(":expires", n(key.expires_at))
                 .send()
                 .await;
             match result {
@@ -65,7 +66,7 @@ impl CreationQuota for DynamoStore {
                         _ => None,
                     })?;
                     // Refused because this very call counted already.
-                    Ok(seen.is_some_and(|item| item.get(LAST_OP) == Some(&s(&op))))
+                    Ok(seen.is_some_and(|item| calls.landed_in(&item)))
                 }
             }
         })
@@ -73,9 +74,9 @@ impl CreationQuota for DynamoStore {
 
     fn give_back<'a>(&'a self, key: &'a QuotaKey) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let op = operation_id();
+            let calls = RecentCalls::new(now_seconds());
             let result = self
-                .counter(key, "ADD #count :minus_one SET #last_op = :op", "#count > :zero", &op)
+                .counter(key, "#count :minus_one", "#count > :zero", &calls)
                 .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
                 .expression_attribute_values(":zero", n(0))
                 .send()
