@@ -13,11 +13,11 @@
 //!
 //! | `pk` | attributes | written by |
 //! |---|---|---|
-//! | `handle#<prefix>#<sha256(owner, handle)>` | `owner`, `kind`, `data` (a map), `version`, `created_at`, `last_used_at`, `expires_at` (sliding), `deadline` (absolute; items written before it existed have none), `last_op` (a replace's), `created_op`, `ops_0`..`ops_2` (recent appends' call ids, [`RecentCalls`]); once deleted, a tombstone for 15 minutes: `deleted_op`, `deleted_at` | [`handles`] |
+//! | `handle#<prefix>#<sha256(owner, handle)>` | `owner`, `kind`, `data` (a map), `version`, `created_at`, `last_used_at`, `expires_at` (sliding), `deadline` (absolute; items written before it existed have none), `last_op` (a replace's), `created_op`, `ops_0`..`ops_2` (recent appends' call ids, `RecentCalls`); once deleted, a tombstone for 15 minutes: `deleted_op`, `deleted_at` | [`handles`] |
 //! | `handle#tsk#<sha256(owner, task id)>` | `task` (the record as one JSON string), `owner`, `kind`, `version`, `status` (for operators), `expires_at`, `last_op` | [`tasks`] |
 //! | `handle#tsk#<...>#input` | `input` (the arguments and request context, one JSON string, written once), `owner`, `kind`, `expires_at`, `last_op` | [`tasks`] |
 //! | `jti#<state id>` | `expires_at`, `last_op` | [`handles`] (single-use `requestState`) |
-//! | `quota#<kind>#<sha256(owner)>#<window>` | `count`, `expires_at`, `ops_0`..`ops_2` (recent calls' ids, [`RecentCalls`]) | [`quota`] |
+//! | `quota#<kind>#<sha256(owner)>#<window>` | `count`, `expires_at`, `ops_0`..`ops_2` (recent calls' ids, `RecentCalls`) | [`quota`] |
 //! | `feed#lists` | per list (`tools`, `prompts`, `resources`): `<kind>_version`, `<kind>_changed_at` (epoch ms), `<kind>_digest`; no TTL (one small item for the table's life) | [`feed`] |
 //!
 //! `last_op` is a random id per write call: the SDK's retry of a write

@@ -4,7 +4,7 @@
 //! per call, so concurrent creates on any instances never overshoot.
 //!
 //! Each update carries its call's id into the item's recent calls
-//! ([`RecentCalls`](super::RecentCalls)) and refuses an item that holds it
+//! (`RecentCalls`) and refuses an item that holds it
 //! already, so the SDK's retry of an update whose answer was lost, or a
 //! first attempt that lands late, never counts (or uncounts) twice, even
 //! with other calls' updates in between; the refusal returns the item, and
