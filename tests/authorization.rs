@@ -7,7 +7,7 @@
 //! upstream client secret sealed under a KMS key, as
 //! `infra/seal-upstream-secret.sh` seals it).
 
-use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
+use std::{collections::HashMap, net::SocketAddr, sync::Arc};
 
 use authorization::{
     AuthorizationServer, OAuthSettings, Parts,
@@ -20,7 +20,6 @@ use authorization::{
         last_good::{InMemoryCopies, LastGoodCopies},
         metadata_document::MetadataDocuments,
         metadata_fetch::GuardedFetcher,
-        pins::Pins,
     },
     grants::{GrantStore, InMemoryGrants},
     sealing::{MAX_SEALED_BYTES, Seals},
@@ -138,10 +137,7 @@ async fn start_at(backends: Backends, fetcher: GuardedFetcher, front: Option<Soc
     let configured_issuer = settings.issuer.clone();
     let clock = backends.clock;
     let seals = Seals::new(backends.sealer, AUDIENCE);
-    let documents = MetadataDocuments::new(fetcher, clock.clone(), Duration::from_secs(60))
-        .with_last_good(backends.copies)
-        .with_pins(Pins::shipped_except(&settings.unpinned_clients));
-    let documents = Arc::new(documents);
+    let documents = Arc::new(MetadataDocuments::configured(&settings, fetcher, clock.clone(), backends.copies));
     let mut upstream = Upstream::new(settings.upstream.clone().unwrap()).unwrap();
     if let Some(source) = backends.upstream_secret {
         upstream = upstream.with_secret_source(source);

@@ -315,6 +315,19 @@ async fn a_single_use_confirmation_interrupted_by_a_fault_leaves_the_list_and_a_
     assert_eq!(text_of(&done), "Discarded 1 entries.", "{done}");
 }
 
+/// Alice's `open_list` call, as it was answered.
+async fn open_list(addr: SocketAddr) -> Value {
+    call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await
+}
+
+fn assert_opened(reply: &Value, what: &str) {
+    assert!(reply.get("error").is_none() && reply["result"]["isError"] != json!(true), "{what}: {reply}");
+}
+
+fn assert_refused(reply: &Value, what: &str) {
+    assert!(reply["result"]["isError"] == json!(true) || reply.get("error").is_some(), "{what}: {reply}");
+}
+
 /// Issue 44: writes whose answers are lost mean what they did. The
 /// confirmation's redemption lands and its answer is lost (the SDK's retry
 /// finds its own record, not a replay); the delete lands and its answer is
@@ -327,11 +340,10 @@ async fn writes_whose_answers_were_lost_report_what_they_did() {
     let addr = rig.server().await;
     let confirm =
         |state: &Value| json!({"requestState": state, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
-    let open = || async { text_of(&call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await) };
+    let open = || async { text_of(&open_list(addr).await) };
     let lists = [open().await, open().await, open().await, open().await, open().await];
     call_tool(addr, "alice", "append", json!({"list": lists[0], "entry": "kept"}), json!({}), json!({})).await;
-    let refused = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
-    assert!(refused["result"]["isError"] == json!(true) || refused.get("error").is_some(), "the cap of five: {refused}");
+    assert_refused(&open_list(addr).await, "the cap of five");
 
     for (operation, what) in [("PutItem", "the redemption's"), ("UpdateItem", "the delete's")] {
         let list = if operation == "PutItem" { &lists[0] } else { &lists[1] };
@@ -348,11 +360,9 @@ async fn writes_whose_answers_were_lost_report_what_they_did() {
     }
     // Two places came back, each once: two lists open, the third does not.
     for _ in 0..2 {
-        let opened = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
-        assert!(opened.get("error").is_none() && opened["result"]["isError"] != json!(true), "{opened}");
+        assert_opened(&open_list(addr).await, "a place that came back");
     }
-    let over = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
-    assert!(over["result"]["isError"] == json!(true) || over.get("error").is_some(), "only two places: {over}");
+    assert_refused(&open_list(addr).await, "only two places");
 }
 
 /// Issue 44: adding writes (an append, the owner's counter) apply once
@@ -362,7 +372,7 @@ async fn writes_whose_answers_were_lost_report_what_they_did() {
 async fn adding_writes_that_land_late_apply_once() {
     let rig = Rig::new().await;
     let addr = rig.server().await;
-    let list = text_of(&call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await);
+    let list = text_of(&open_list(addr).await);
     rig.proxy.set_on(Service::DynamoDb, "UpdateItem", Fault::LandLate, 0);
     let appended = call_tool(addr, "alice", "append", json!({"list": list, "entry": "late"}), json!({}), json!({})).await;
     assert!(appended.get("error").is_none(), "the retry applied it: {appended}");
@@ -372,16 +382,13 @@ async fn adding_writes_that_land_late_apply_once() {
 
     // The counter of open lists (cap 5): a take that lands late counts once.
     rig.proxy.set_on(Service::DynamoDb, "UpdateItem", Fault::LandLate, 0);
-    let opened = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
-    assert!(opened.get("error").is_none() && opened["result"]["isError"] != json!(true), "{opened}");
-    call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
+    assert_opened(&open_list(addr).await, "a late take's retry");
+    open_list(addr).await;
     assert_eq!(rig.proxy.land_held().await, (1, 1), "the late take was refused");
     for _ in 0..2 {
-        let more = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
-        assert!(more.get("error").is_none() && more["result"]["isError"] != json!(true), "three of five so far: {more}");
+        assert_opened(&open_list(addr).await, "three of five so far");
     }
-    let over = call_tool(addr, "alice", "open_list", json!({}), json!({}), json!({})).await;
-    assert!(over["result"]["isError"] == json!(true) || over.get("error").is_some(), "five open, each counted once: {over}");
+    assert_refused(&open_list(addr).await, "five open, each counted once");
 }
 
 #[tokio::test]

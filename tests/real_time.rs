@@ -154,15 +154,21 @@ async fn a_stream_acknowledges_first_tags_every_frame_and_honours_its_filter() {
     assert_eq!(*subscription_id(&next), json!(41));
 }
 
-#[tokio::test]
-async fn a_stream_closes_gracefully_at_its_bound() {
+/// A server whose listen streams last a second, and a stream open on it
+/// (request id 9).
+async fn listening_for_a_second() -> (std::net::SocketAddr, EventStream) {
     let policy = {
         let mut value = quick(true);
         value.lifetime = Duration::from_secs(1);
         value
     };
     let addr = spawn(everything_with(deps_with(policy, Arc::default()), Transport::Streaming)).await;
-    let mut stream = EventStream::open(addr, &listen(9, json!({"toolsListChanged": true}), json!({})), None).await;
+    (addr, EventStream::open(addr, &listen(9, json!({"toolsListChanged": true}), json!({})), None).await)
+}
+
+#[tokio::test]
+async fn a_stream_closes_gracefully_at_its_bound() {
+    let (_, mut stream) = listening_for_a_second().await;
     let rest = stream.rest().await;
     let (_, last) = rest.last().unwrap();
     assert_eq!(last["id"], 9, "the final result answers the listen request: {rest:?}");
@@ -203,13 +209,7 @@ async fn a_stream_that_ends_normally_logs_no_error() {
     let subscriber =
         tracing_subscriber::fmt().with_writer(logged.clone()).with_ansi(false).finish().with(mcp_stateless::logging::ClientLeftDuringDrain);
     let _default = tracing::subscriber::set_default(subscriber);
-    let policy = {
-        let mut value = quick(true);
-        value.lifetime = Duration::from_secs(1);
-        value
-    };
-    let addr = spawn(everything_with(deps_with(policy, Arc::default()), Transport::Streaming)).await;
-    let mut stream = EventStream::open(addr, &listen(9, json!({"toolsListChanged": true}), json!({})), None).await;
+    let (addr, mut stream) = listening_for_a_second().await;
     let rest = stream.rest().await;
     assert_eq!(rest.last().map(|(_, last)| last["id"].clone()), Some(json!(9)), "{rest:?}");
     // A client that leaves: the usual end of a listen stream.

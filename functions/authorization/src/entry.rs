@@ -23,7 +23,6 @@ use crate::{
         last_good::{InMemoryCopies, LastGoodCopies},
         metadata_document::MetadataDocuments,
         metadata_fetch::GuardedFetcher,
-        pins::Pins,
     },
     grants::{GrantStore, InMemoryGrants},
     sealing::Seals,
@@ -80,10 +79,7 @@ pub fn build(
         }
     };
     let fetcher = GuardedFetcher::new(settings.cimd_trusted_hosts.clone())?;
-    let documents = MetadataDocuments::new(fetcher, clock.clone(), settings.lifetimes.metadata_cache)
-        .with_last_good(copies)
-        .with_pins(Pins::shipped_except(&settings.unpinned_clients));
-    let documents = Arc::new(documents);
+    let documents = Arc::new(MetadataDocuments::configured(&settings, fetcher, clock.clone(), copies));
     let seals = Seals::new(sealer, audience);
     let clients = Clients::new(seals.clone(), documents);
     Ok(AuthorizationServer::new(Parts { settings, clients, seals, grants, ledger, signer, upstream, clock }))

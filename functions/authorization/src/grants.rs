@@ -147,6 +147,16 @@ pub struct FamilyState {
 }
 
 impl FamilyState {
+    /// A new family's: `first` is current.
+    pub fn started(first: &str) -> Self {
+        Self { current: Some(first.to_owned()), previous: None }
+    }
+
+    /// After `presented` was rotated into `successor`.
+    pub fn rotated(presented: &str, successor: &str) -> Self {
+        Self { current: Some(successor.to_owned()), previous: Some(presented.to_owned()) }
+    }
+
     /// Whether the token under `key` may be rotated.
     pub fn admits(&self, key: &str) -> bool {
         self.current.as_deref() == Some(key) || (self.current.is_some() && self.previous.as_deref() == Some(key))
@@ -189,8 +199,7 @@ impl GrantStore for InMemoryGrants {
     fn start_family<'a>(&'a self, key: &'a str, grant: &'a RefreshGrant) -> BoxFuture<'a, Result<(), StoreError>> {
         let done = self.with(|m| {
             m.refresh.insert(key.to_owned(), grant.clone());
-            let state = FamilyState { current: Some(key.to_owned()), previous: None };
-            m.families.insert(grant.family.clone(), (state, grant.expires_at));
+            m.families.insert(grant.family.clone(), (FamilyState::started(key), grant.expires_at));
         });
         Box::pin(async move { done })
     }
@@ -229,8 +238,7 @@ impl GrantStore for InMemoryGrants {
                 return Rotated::Raced;
             }
             m.refresh.insert(successor_key.to_owned(), successor.clone());
-            let state = FamilyState { current: Some(successor_key.to_owned()), previous: Some(presented.to_owned()) };
-            m.families.insert(successor.family.clone(), (state, successor.expires_at));
+            m.families.insert(successor.family.clone(), (FamilyState::rotated(presented, successor_key), successor.expires_at));
             Rotated::Done
         });
         Box::pin(async move { rotated })

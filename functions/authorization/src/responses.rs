@@ -88,9 +88,6 @@ impl OAuthError {
             // RFC 6749, 5.2: a 401 names the scheme the client may use.
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"oauth\""));
         }
-        if self.code == ErrorCode::TemporarilyUnavailable {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        }
         response
     }
 }

@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use mcp_stateless::{
     clock::{Clock, SystemClock},
     deployment::LogFormat,
-    edge::request_log::{capped, namespace},
+    edge::request_log::{capped, emf_directive},
 };
 use serde_json::{Value, json};
 
@@ -122,15 +122,9 @@ pub fn record(facts: Facts<'_>) {
 
 /// The EMF record of `facts`.
 pub fn emf_record(facts: &Facts<'_>, timestamp_ms: u64) -> Value {
+    let metrics = json!([{"Name": "AuthorizationEvents", "Unit": "Count"}]);
     json!({
-        "_aws": {
-            "Timestamp": timestamp_ms,
-            "CloudWatchMetrics": [{
-                "Namespace": namespace(),
-                "Dimensions": [["Event"], ["Event", "ClientKind"]],
-                "Metrics": [{"Name": "AuthorizationEvents", "Unit": "Count"}],
-            }],
-        },
+        "_aws": emf_directive(json!([["Event"], ["Event", "ClientKind"]]), metrics, timestamp_ms),
         "level": "INFO",
         "target": "mcp.authorization",
         "message": "authorization",

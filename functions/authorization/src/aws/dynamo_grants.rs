@@ -195,8 +195,7 @@ impl GrantStore for DynamoGrants {
 
     fn start_family<'a>(&'a self, key: &'a str, grant: &'a RefreshGrant) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let state = FamilyState { current: Some(key.to_owned()), previous: None };
-            match self.write_rotation(key, grant, &state, ("attribute_not_exists(pk)", None)).await? {
+            match self.write_rotation(key, grant, &FamilyState::started(key), ("attribute_not_exists(pk)", None)).await? {
                 Rotated::Done => Ok(()),
                 // A new random family and token: only a retry of this very
                 // call can have written them, and the SDK's token makes
@@ -234,7 +233,7 @@ impl GrantStore for DynamoGrants {
         successor: &'a RefreshGrant,
     ) -> BoxFuture<'a, Result<Rotated, StoreError>> {
         Box::pin(async move {
-            let state = FamilyState { current: Some(successor_key.to_owned()), previous: Some(presented.to_owned()) };
+            let state = FamilyState::rotated(presented, successor_key);
             let condition = match &usable.current {
                 Some(current) => ("current_token = :current", Some(current.as_str())),
                 None => ("attribute_not_exists(pk)", None),

@@ -32,7 +32,10 @@ use mcp_stateless::{
 use serde::Deserialize;
 use url::Url;
 
-use crate::sign_in_log::{self, Event, Facts};
+use crate::{
+    settings::OAuthSettings,
+    sign_in_log::{self, Event, Facts},
+};
 
 use super::{
     Client, ClientError,
@@ -135,6 +138,14 @@ impl MetadataDocuments {
             pins: Pins::shipped_except(&[]),
             budget: Mutex::default(),
         }
+    }
+
+    /// As `settings` configure them (their keeping time, their unpinned
+    /// clients), with last good copies in `copies`.
+    pub fn configured(settings: &OAuthSettings, fetcher: GuardedFetcher, clock: Arc<dyn Clock>, copies: Arc<dyn LastGoodCopies>) -> Self {
+        Self::new(fetcher, clock, settings.lifetimes.metadata_cache)
+            .with_last_good(copies)
+            .with_pins(Pins::shipped_except(&settings.unpinned_clients))
     }
 
     /// Last good copies kept in `copies` (the table, shared by every instance).

@@ -22,10 +22,11 @@ use mcp_stateless::{
 
 use super::{DynamoStore, PARTITION_KEY, RecentCalls, TTL_ATTRIBUTE, condition_failed, n, s};
 
-/// The wall clock's seconds, for the recent calls' minute (the quota's own
+/// The recent calls' minute comes from the system clock (the quota's own
 /// windows come with its key).
 fn now_seconds() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
+    use mcp_stateless::clock::{Clock, SystemClock};
+    SystemClock.now()
 }
 
 impl DynamoStore {

@@ -59,6 +59,16 @@ pub fn use_metrics_namespace(namespace: &str) {
     let _ = NAMESPACE.set(namespace.to_owned());
 }
 
+/// An EMF record's `_aws` block: in the metrics' [`namespace`], these
+/// `dimensions` (lists of field names) and `metrics` (`Name`, `Unit`), at
+/// `timestamp_ms`. Every function's metric records are made with it.
+pub fn emf_directive(dimensions: Value, metrics: Value, timestamp_ms: u64) -> Value {
+    json!({
+        "Timestamp": timestamp_ms,
+        "CloudWatchMetrics": [{"Namespace": namespace(), "Dimensions": dimensions, "Metrics": metrics}],
+    })
+}
+
 /// The metrics' namespace, as [`use_metrics_namespace`] named it (`MCP`
 /// unless named): other functions' metric records go beside the requests'.
 pub fn namespace() -> &'static str {
@@ -123,17 +133,7 @@ impl RequestLog {
         let mut metrics = vec![json!({"Name": "Requests", "Unit": "Count"}), json!({"Name": "Latency", "Unit": "Milliseconds"})];
         metrics.extend(Counter::ALL.iter().map(|c| json!({"Name": c.name(), "Unit": "Count"})));
         let mut record = Map::new();
-        record.insert(
-            "_aws".into(),
-            json!({
-                "Timestamp": timestamp_ms,
-                "CloudWatchMetrics": [{
-                    "Namespace": namespace(),
-                    "Dimensions": [["Method"], ["Method", "Tool"], ["Outcome"]],
-                    "Metrics": metrics,
-                }],
-            }),
-        );
+        record.insert("_aws".into(), emf_directive(json!([["Method"], ["Method", "Tool"], ["Outcome"]]), metrics.into(), timestamp_ms));
         record.insert("level".into(), json!("INFO"));
         record.insert("target".into(), json!("mcp.request"));
         record.insert("message".into(), json!("request"));
