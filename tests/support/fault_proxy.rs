@@ -8,6 +8,9 @@
 //! 500), an answer slower than the caller waits, or a connection dropped
 //! with no answer. Clearing the fault restores the path, so tests can
 //! check recovery.
+//!
+//! [`FaultProxy::randomly`] draws a fault for every request from a seeded
+//! generator instead: the fault test under load (`tests/fault_load`).
 
 use std::{
     collections::HashMap,
@@ -68,16 +71,73 @@ pub enum Fault {
     /// [`FaultProxy::land_held`] forwards it: a first attempt that reaches
     /// the service late, after its retry and whatever came next.
     LandLate,
+    /// Forwards at once (it takes effect) and answers only after this
+    /// long: past the SDK's attempt timeout, the caller retries what landed.
+    HoldAnswer(Duration),
+    /// Drops the connection and forwards the request after this long, on
+    /// its own: a first attempt that lands after its retry.
+    LandAfter(Duration),
+}
+
+/// How [`FaultProxy::randomly`] draws: `per_mille` of the requests get a
+/// fault, chosen evenly among [`RANDOM_FAULTS`], from a generator seeded
+/// with `seed`. Requests arrive in the order concurrency gives them, so a
+/// seed replays the same sequence of draws, not always the same requests.
+#[derive(Debug, Clone, Copy)]
+pub struct Chaos {
+    pub seed: u64,
+    pub per_mille: u32,
+}
+
+/// What [`Chaos`] draws from: every fault a request can meet that the SDK
+/// retries (a stalled endpoint is the operation timeout's, tested on its own).
+pub const RANDOM_FAULTS: [&str; 6] = ["throttling", "server_error", "reset", "lose_answer", "hold_answer", "land_late"];
+
+/// SplitMix64: a seeded sequence is all the proxy needs, not a crate.
+fn next_random(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+struct Drawing {
+    chaos: Chaos,
+    state: u64,
+}
+
+impl Drawing {
+    /// The fault for the next request, if any, and its name.
+    fn draw(&mut self) -> Option<(Fault, &'static str)> {
+        if next_random(&mut self.state) % 1000 >= u64::from(self.chaos.per_mille) {
+            return None;
+        }
+        let pick = (next_random(&mut self.state) % RANDOM_FAULTS.len() as u64) as usize;
+        // Up to 2.5 s: within and beyond the attempt timeouts tests use.
+        let delay = Duration::from_millis(100 + next_random(&mut self.state) % 2_400);
+        let fault = match pick {
+            0 => Fault::Throttling,
+            1 => Fault::ServerError,
+            2 => Fault::Reset,
+            3 => Fault::LoseAnswer,
+            4 => Fault::HoldAnswer(delay),
+            _ => Fault::LandAfter(delay),
+        };
+        Some((fault, RANDOM_FAULTS[pick]))
+    }
 }
 
 /// Where a fault applies: every request of a service, or only one of its
 /// operations (`PutItem`, `UpdateItem`, ...).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Target {
     fault: Fault,
     /// Matching requests that pass untouched before the fault starts.
     passing: u32,
     operation: Option<&'static str>,
+    /// Only requests whose body holds this (an item's key: a hot key).
+    holding: Option<String>,
 }
 
 /// One answered request that went through the proxy: its operation and
@@ -97,6 +157,11 @@ struct Faults {
     /// Requests that reached the proxy, per service, faulted or not.
     seen: HashMap<Service, u32>,
     calls: Vec<(Service, Call)>,
+    drawing: Option<Drawing>,
+    /// Faults drawn so far, by name.
+    drawn: HashMap<&'static str, u32>,
+    /// Requests [`Fault::LandAfter`] forwards later, until they have.
+    landing: Vec<tokio::task::JoinHandle<()>>,
 }
 
 #[derive(Clone)]
@@ -138,13 +203,44 @@ impl FaultProxy {
     /// `fault` for `service` once `passing` more of its requests went through:
     /// to fail the second call of a sequence and not the first.
     pub fn set_after(&self, service: Service, fault: Fault, passing: u32) {
-        self.faults.lock().unwrap().by_service.insert(service, Target { fault, passing, operation: None });
+        self.faults.lock().unwrap().by_service.insert(service, Target { fault, passing, operation: None, holding: None });
     }
 
     /// `fault` for `service`'s `operation` only, once `passing` more of
     /// that operation's requests went through.
     pub fn set_on(&self, service: Service, operation: &'static str, fault: Fault, passing: u32) {
-        self.faults.lock().unwrap().by_service.insert(service, Target { fault, passing, operation: Some(operation) });
+        self.faults.lock().unwrap().by_service.insert(service, Target { fault, passing, operation: Some(operation), holding: None });
+    }
+
+    /// `fault` for `service`'s requests whose body holds `key` (a hot
+    /// key's partition: throttling that meets one item and no other).
+    pub fn set_on_key(&self, service: Service, key: &str, fault: Fault) {
+        let target = Target { fault, passing: 0, operation: None, holding: Some(key.to_owned()) };
+        self.faults.lock().unwrap().by_service.insert(service, target);
+    }
+
+    /// Faults drawn at random for every request of every service (see
+    /// [`Chaos`]), on top of any set for a service.
+    pub fn randomly(&self, chaos: Chaos) {
+        self.faults.lock().unwrap().drawing = Some(Drawing { chaos, state: chaos.seed });
+    }
+
+    /// The faults drawn so far, by name (see [`RANDOM_FAULTS`]).
+    pub fn drawn(&self) -> HashMap<&'static str, u32> {
+        self.faults.lock().unwrap().drawn.clone()
+    }
+
+    /// Stops drawing, and waits until every request drawn to land late
+    /// has landed: what is in the store afterwards is all there will be.
+    pub async fn settle(&self) {
+        let landing = {
+            let mut faults = self.faults.lock().unwrap();
+            faults.drawing = None;
+            std::mem::take(&mut faults.landing)
+        };
+        for request in landing {
+            let _ = request.await;
+        }
     }
 
     /// Every answered request of `service` so far, in order.
@@ -153,7 +249,9 @@ impl FaultProxy {
     }
 
     pub fn clear(&self) {
-        self.faults.lock().unwrap().by_service.clear();
+        let mut faults = self.faults.lock().unwrap();
+        faults.by_service.clear();
+        faults.drawing = None;
     }
 
     /// Forwards the requests held back by [`Fault::LandLate`], in order,
@@ -196,11 +294,14 @@ async fn handle(
     let target = request.headers().get("x-amz-target").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     let service = Service::of(&target);
     let operation = target.rsplit('.').next().unwrap_or_default().to_owned();
+    let (parts, body) = request.into_parts();
+    let body = body.collect().await.map_err(|_| Dropped)?.to_bytes();
     let fault = service.and_then(|service| {
         let mut faults = faults.lock().unwrap();
         *faults.seen.entry(service).or_default() += 1;
-        match faults.by_service.get_mut(&service) {
+        let set = match faults.by_service.get_mut(&service) {
             Some(t) if t.operation.is_some_and(|o| o != operation) => None,
+            Some(t) if t.holding.as_ref().is_some_and(|key| !contains(&body, key.as_bytes())) => None,
             Some(t) if t.passing > 0 => {
                 t.passing -= 1;
                 None
@@ -212,13 +313,27 @@ async fn handle(
             }
             Some(t) => Some(t.fault),
             None => None,
-        }
+        };
+        set.or_else(|| {
+            let (fault, name) = faults.drawing.as_mut()?.draw()?;
+            *faults.drawn.entry(name).or_default() += 1;
+            Some(fault)
+        })
     });
-    let (parts, body) = request.into_parts();
-    let body = body.collect().await.map_err(|_| Dropped)?.to_bytes();
-    if fault == Some(Fault::LandLate) {
-        faults.lock().unwrap().held.push((parts, body));
-        return Err(Dropped);
+    match fault {
+        Some(Fault::LandLate) => {
+            faults.lock().unwrap().held.push((parts, body));
+            return Err(Dropped);
+        }
+        Some(Fault::LandAfter(delay)) => {
+            let late = tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                let _ = forward(parts, body, upstream).await;
+            });
+            faults.lock().unwrap().landing.push(late);
+            return Err(Dropped);
+        }
+        _ => {}
     }
     let answered = answer(fault, service, parts, body.clone(), upstream).await;
     if let (Ok(response), Some(service)) = (&answered, service) {
@@ -245,12 +360,21 @@ async fn answer(
             let _ = forward(parts, body, upstream).await;
             Err(Dropped)
         }
+        (Some(Fault::HoldAnswer(delay)), _) => {
+            let answered = forward(parts, body, upstream).await;
+            tokio::time::sleep(delay).await;
+            answered
+        }
         (Some(Fault::Slow(delay)), _) => {
             tokio::time::sleep(delay).await;
             forward(parts, body, upstream).await
         }
         _ => forward(parts, body, upstream).await,
     }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|window| window == needle)
 }
 
 fn error_response(status: u16, error_type: &str) -> http::Response<Full<Bytes>> {

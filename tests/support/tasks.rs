@@ -43,12 +43,16 @@ async fn always_aborts(_: Nothing, _run: TaskRun) -> Result<TaskStep, ErrorData>
 pub struct Seconds {
     /// How long the run lasts.
     seconds: u64,
+    /// Said last, after " for ", where given: whose task this is.
+    #[serde(default)]
+    label: Option<String>,
 }
 
 /// Says which run it is and the idempotency key it was given: in its
 /// status while it runs, then in its result.
 async fn says_its_attempt(arguments: Seconds, run: TaskRun) -> Result<TaskStep, ErrorData> {
-    let said = format!("attempt {} key {}", run.attempt(), run.idempotency_key());
+    let label = arguments.label.map(|label| format!(" for {label}")).unwrap_or_default();
+    let said = format!("attempt {} key {}{label}", run.attempt(), run.idempotency_key());
     run.set_status(said.clone());
     tokio::time::sleep(Duration::from_secs(arguments.seconds)).await;
     Ok(TaskStep::text(said))
@@ -105,13 +109,18 @@ impl WorkerProcess {
     /// Starts `binary` (a test's `env!("CARGO_BIN_EXE_fixture-worker")`)
     /// with the emulator's environment and `env` on top.
     pub fn start(binary: &str, env: &[(&str, &str)]) -> Self {
+        Self::start_logging(binary, env, Stdio::inherit())
+    }
+
+    /// [`start`](Self::start), its log (standard error) to `log`.
+    pub fn start_logging(binary: &str, env: &[(&str, &str)], log: impl Into<Stdio>) -> Self {
         let mut command = Command::new(binary);
         command
             .envs(crate::emulator::emulator_env().iter().map(|(n, v)| (n.as_str(), v.as_str())))
             .envs(env.iter().copied())
             .env("MCP_LOG_LEVEL", "warn")
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
+            .stderr(log);
         Self(command.spawn().expect("the fixture worker starts"))
     }
 
