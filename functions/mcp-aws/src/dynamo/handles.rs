@@ -30,6 +30,7 @@ use aws_sdk_dynamodb::{
 use futures::future::BoxFuture;
 use mcp_stateless::{
     handles::{Change, HandleRecord, HandleStore, ItemKey, Lookup},
+    quota::QuotaKey,
     sealed::redemption::{Redemption, RedemptionLedger},
     storage::StoreError,
 };
@@ -48,7 +49,23 @@ fn string(item: &Item, name: &str) -> Result<String, StoreError> {
     }
 }
 
-fn record(item: &Item) -> Result<HandleRecord, StoreError> {
+/// A new handle's item, created by the call `op`.
+pub(super) fn handle_item(key: &ItemKey, record: &HandleRecord, op: &str) -> Item {
+    Item::from([
+        (PARTITION_KEY.to_owned(), s(&key.partition_key)),
+        ("owner".to_owned(), s(&record.owner)),
+        ("kind".to_owned(), s(&record.kind)),
+        ("data".to_owned(), to_attribute(&record.data)),
+        ("version".to_owned(), n(record.version)),
+        ("created_at".to_owned(), n(record.created_at)),
+        ("last_used_at".to_owned(), n(record.last_used_at)),
+        (TTL_ATTRIBUTE.to_owned(), n(record.expires_at)),
+        (DEADLINE.to_owned(), n(record.deadline)),
+        (CREATED_OP.to_owned(), s(op)),
+    ])
+}
+
+pub(super) fn record(item: &Item) -> Result<HandleRecord, StoreError> {
     let data = match item.get("data") {
         Some(AttributeValue::M(map)) => Value::Object(from_map(map).ok_or_else(|| StoreError::Corrupt("data".into()))?),
         Some(other) => from_attribute(other).ok_or_else(|| StoreError::Corrupt("data".into()))?,
@@ -68,10 +85,10 @@ fn record(item: &Item) -> Result<HandleRecord, StoreError> {
 
 const DEADLINE: &str = "deadline";
 /// The call that created the item.
-const CREATED_OP: &str = "created_op";
+pub(super) const CREATED_OP: &str = "created_op";
 /// The call that deleted it: the item is a tombstone from then on.
-const DELETED_OP: &str = "deleted_op";
-const LIVE: &str = "attribute_exists(pk) AND #owner = :owner AND expires_at > :now AND (attribute_not_exists(deadline) OR deadline > :now) \
+pub(super) const DELETED_OP: &str = "deleted_op";
+pub(super) const LIVE: &str = "attribute_exists(pk) AND #owner = :owner AND expires_at > :now AND (attribute_not_exists(deadline) OR deadline > :now) \
                     AND attribute_not_exists(deleted_op)";
 
 /// How long a tombstone stands: far beyond the SDK's retries of a delete
@@ -86,7 +103,7 @@ fn is_tombstone(item: &Item) -> bool {
 impl DynamoStore {
     /// Why a write conditioned on [`LIVE`] failed, deleting the item if it
     /// turned out to be expired.
-    async fn explain(&self, key: &ItemKey, seen: Option<Item>, now: u64) -> Result<Lookup, StoreError> {
+    pub(super) async fn explain(&self, key: &ItemKey, seen: Option<Item>, now: u64) -> Result<Lookup, StoreError> {
         let Some(item) = seen else { return Ok(Lookup::Missing) };
         if item.get("owner") != Some(&s(&key.owner)) || is_tombstone(&item) {
             return Ok(Lookup::Missing);
@@ -182,16 +199,7 @@ impl HandleStore for DynamoStore {
                 .client
                 .put_item()
                 .table_name(&self.table)
-                .item(PARTITION_KEY, s(&key.partition_key))
-                .item("owner", s(&record.owner))
-                .item("kind", s(&record.kind))
-                .item("data", to_attribute(&record.data))
-                .item("version", n(record.version))
-                .item("created_at", n(record.created_at))
-                .item("last_used_at", n(record.last_used_at))
-                .item(TTL_ATTRIBUTE, n(record.expires_at))
-                .item(DEADLINE, n(record.deadline))
-                .item(CREATED_OP, s(&op))
+                .set_item(Some(handle_item(key, record, &op)))
                 .condition_expression("attribute_not_exists(pk)")
                 .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
                 .send()
@@ -280,6 +288,30 @@ impl HandleStore for DynamoStore {
             let appended = matches!(change, Change::Append { .. });
             self.finish_update(key, update, now, |item| appended && calls.landed_in(item)).await
         })
+    }
+
+    fn create_counted<'a>(
+        &'a self,
+        key: &'a ItemKey,
+        record: &'a HandleRecord,
+        quota: &'a QuotaKey,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(self.create_with_place(key, record, quota, limit))
+    }
+
+    fn delete_counted<'a>(
+        &'a self,
+        key: &'a ItemKey,
+        expected_version: Option<u64>,
+        now: u64,
+        quota_of: &'a (dyn Fn(&HandleRecord) -> QuotaKey + Send + Sync),
+    ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+        Box::pin(self.delete_with_place(key, expected_version, now, quota_of))
+    }
+
+    fn counts_places(&self) -> bool {
+        true
     }
 
     fn delete<'a>(&'a self, key: &'a ItemKey, expected_version: Option<u64>, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {

@@ -24,6 +24,7 @@
 //! whose answer was lost finds its own id and is not applied twice.
 
 pub(crate) mod attribute_values;
+mod counted_handles;
 pub mod feed;
 pub mod handles;
 pub mod quota;

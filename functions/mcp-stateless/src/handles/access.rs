@@ -122,8 +122,10 @@ impl Handles {
         self.store.clone()
     }
 
-    /// Counts creations per owner in `quota` (the table, in Lambda) rather
-    /// than in this process.
+    /// Counts creations per owner in `quota` rather than in this process,
+    /// for a store that does not count places itself
+    /// ([`HandleStore::counts_places`]; the table does, in the same write
+    /// as the item).
     pub fn with_quota(mut self, quota: Arc<dyn CreationQuota>) -> Self {
         self.quota = quota;
         self
@@ -145,16 +147,15 @@ impl Handles {
     }
 
     /// Mints a handle owned by the caller, within the owner's quota for
-    /// the kind. Two round trips (the quota, the item).
+    /// the kind. Where the store counts places itself (the table), the item
+    /// and its place are one write; elsewhere two round trips (the quota,
+    /// the item).
     pub async fn create(&self, ctx: &CallContext, kind: &HandleKind, data: Value) -> Result<String, HandleFailure> {
         Self::check_size(kind, &data)?;
         let handle = kind.mint();
         let now = self.clock.now();
         let key = kind.key(&ctx.principal, &handle);
         let quota = QuotaKey::new(&key.owner, kind.prefix, kind.max_lifetime, now);
-        if !self.quota.take(&quota, kind.max_per_owner).await.map_err(HandleFailure::Store)? {
-            return Err(HandleFailure::TooMany);
-        }
         let record = HandleRecord {
             owner: key.owner.clone(),
             kind: kind.prefix.to_owned(),
@@ -165,6 +166,18 @@ impl Handles {
             expires_at: now + kind.idle_ttl.as_secs(),
             deadline: now + kind.max_lifetime.as_secs(),
         };
+        if self.store.counts_places() {
+            // Both or neither: an answer lost after it landed, or a give-back
+            // that fails, can no longer leave a place counted for no item.
+            return match self.store.create_counted(&key, &record, &quota, kind.max_per_owner).await {
+                Ok(true) => Ok(handle),
+                Ok(false) => Err(HandleFailure::TooMany),
+                Err(error) => Err(HandleFailure::Store(error)),
+            };
+        }
+        if !self.quota.take(&quota, kind.max_per_owner).await.map_err(HandleFailure::Store)? {
+            return Err(HandleFailure::TooMany);
+        }
         if let Err(error) = self.store.create(&key, &record).await {
             self.give_back(&quota).await;
             return Err(HandleFailure::Store(error));
@@ -200,9 +213,17 @@ impl Handles {
         }
     }
 
-    async fn deleted(&self, kind: &HandleKind, lookup: Result<Lookup, StoreError>) -> Result<HandleRecord, HandleFailure> {
-        let record = outcome(lookup)?;
-        self.give_back(&QuotaKey::new(&record.owner, kind.prefix, kind.max_lifetime, record.created_at)).await;
+    /// Deletes the item under `key` (at `version`, if given) and gives its
+    /// place back: in the store's one write where it counts places, else
+    /// the quota's own (best effort) after the delete.
+    async fn delete_item(&self, kind: &HandleKind, key: &ItemKey, version: Option<u64>) -> Result<HandleRecord, HandleFailure> {
+        let now = self.clock.now();
+        let quota_of = |record: &HandleRecord| QuotaKey::new(&record.owner, kind.prefix, kind.max_lifetime, record.created_at);
+        if self.store.counts_places() {
+            return outcome(self.store.delete_counted(key, version, now, &quota_of).await);
+        }
+        let record = outcome(self.store.delete(key, version, now).await)?;
+        self.give_back(&quota_of(&record)).await;
         Ok(record)
     }
 
@@ -251,15 +272,15 @@ impl Handles {
     /// count back. Two round trips.
     pub async fn delete(&self, ctx: &CallContext, kind: &HandleKind, handle: &str) -> Result<HandleRecord, HandleFailure> {
         let key = self.key(ctx, kind, handle)?;
-        self.deleted(kind, self.store.delete(&key, None, self.clock.now()).await).await
+        self.delete_item(kind, &key, None).await
     }
 
     /// Deletes the caller's live handle only if it is still at `version`
     /// (the version a confirmation described): [`HandleFailure::Busy`] if it
-    /// changed since. One round trip.
+    /// changed since. Two round trips.
     pub async fn delete_at(&self, ctx: &CallContext, kind: &HandleKind, handle: &str, version: u64) -> Result<HandleRecord, HandleFailure> {
         let key = self.key(ctx, kind, handle)?;
-        self.deleted(kind, self.store.delete(&key, Some(version), self.clock.now()).await).await
+        self.delete_item(kind, &key, Some(version)).await
     }
 }
 

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::{
     protocol::context::Principal,
+    quota::QuotaKey,
     storage::{IdKind, StoreError},
 };
 
@@ -177,6 +178,40 @@ pub trait HandleStore: Send + Sync {
     /// Deletes the item if it is live (and still at `expected_version`,
     /// when given: `Conflict` otherwise); answers what it found.
     fn delete<'a>(&'a self, key: &'a ItemKey, expected_version: Option<u64>, now: u64) -> BoxFuture<'a, Result<Lookup, StoreError>>;
+
+    /// [`create`](Self::create), and a place taken for it in `quota` (at
+    /// most `limit`), in one write: both or neither, however the SDK
+    /// retries and whenever a first attempt lands. `Ok(false)`: no place
+    /// left, nothing written. A store that counts in the same write says
+    /// so in [`counts_places`](Self::counts_places); `Handles` counts
+    /// apart, in its [`CreationQuota`], for any other.
+    fn create_counted<'a>(
+        &'a self,
+        _key: &'a ItemKey,
+        _record: &'a HandleRecord,
+        _quota: &'a QuotaKey,
+        _limit: u32,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(std::future::ready(Err(StoreError::Unavailable("this store does not count places".into()))))
+    }
+
+    /// [`delete`](Self::delete), and the place `quota_of` the record names
+    /// given back, in one write (see [`create_counted`](Self::create_counted)).
+    fn delete_counted<'a>(
+        &'a self,
+        _key: &'a ItemKey,
+        _expected_version: Option<u64>,
+        _now: u64,
+        _quota_of: &'a (dyn Fn(&HandleRecord) -> QuotaKey + Send + Sync),
+    ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
+        Box::pin(std::future::ready(Err(StoreError::Unavailable("this store does not count places".into()))))
+    }
+
+    /// Whether [`create_counted`](Self::create_counted) and
+    /// [`delete_counted`](Self::delete_counted) are served.
+    fn counts_places(&self) -> bool {
+        false
+    }
 }
 
 pub mod memory {

@@ -30,9 +30,10 @@ pub(super) fn invalid_params(id: Value, reason: String) -> http::Response<Bytes>
 }
 
 /// A session that does not open is 404, which tells a 2025-era client to
-/// initialize again; a session other requests kept changing is 503 with
-/// `Retry-After` (the same request, sent again, is served); the keys or the
-/// table failing is the server's 500.
+/// initialize again; a session other requests kept changing, or the keys
+/// or the table failing after the SDK's retries, is 503 with `Retry-After`
+/// (the same request, sent again, is served: nothing of the session was
+/// half-written). A bare 500 would tell the client nothing it can do.
 pub(super) fn session_error(error: SessionError, id: Option<Value>) -> http::Response<Bytes> {
     let refusal = match &error {
         SessionError::NotFound => {
@@ -41,7 +42,9 @@ pub(super) fn session_error(error: SessionError, id: Option<Value>) -> http::Res
         SessionError::Refused(reason) => Refusal::new(code::INVALID_PARAMS, format!("Invalid params: {reason}")).of_legacy_call(),
         SessionError::Unavailable(_) => {
             tracing::error!(%error, "legacy session");
-            Refusal::new(code::INTERNAL_ERROR, "session service unavailable").with_status(StatusCode::INTERNAL_SERVER_ERROR)
+            Refusal::new(code::INTERNAL_ERROR, "session service unavailable")
+                .with_status(StatusCode::SERVICE_UNAVAILABLE)
+                .with_header(header::RETRY_AFTER, "1")
         }
         SessionError::Busy => Refusal::new(code::INTERNAL_ERROR, format!("Busy: {error}"))
             .with_status(StatusCode::SERVICE_UNAVAILABLE)

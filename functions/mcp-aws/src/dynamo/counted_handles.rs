@@ -1,0 +1,194 @@
+//! A handle's item and its owner's place (`quota#...`) in one
+//! `TransactWriteItems`, so the two never disagree (issue 44): a create
+//! counts exactly the items it wrote, a delete gives back exactly the
+//! places of the items it deleted, whatever the SDK retries, whenever a
+//! first attempt lands, and whether or not an answer was lost.
+//!
+//! Apart, they disagreed under faults: a take whose answer was lost, then
+//! a failed create, left a place counted for no item; a give-back that
+//! failed after a delete left one too (`tests/fault_load` found both).
+//!
+//! The transaction carries the call's id as its `ClientRequestToken`, which
+//! makes DynamoDB answer a retry within ten minutes as the first attempt
+//! was answered. Where a retry is refused anyway (the emulator does not
+//! keep tokens), the item tells: a create finds its own `created_op`, a
+//! delete its own tombstone. A first attempt that lands after its retry
+//! finds the item there (or tombstoned) and changes nothing.
+//!
+//! Round trips: a create 1; a delete 2 (a consistent read names the
+//! place's window, from the item's creation time, and its version; then
+//! the transaction). The place is the quota's own item (`dynamo/quota.rs`).
+
+use aws_sdk_dynamodb::{
+    operation::transact_write_items::TransactWriteItemsError,
+    types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update},
+};
+use mcp_stateless::{
+    handles::{HandleRecord, HandleStore, ItemKey, Lookup},
+    metrics::{self, Counter},
+    quota::QuotaKey,
+    storage::StoreError,
+};
+
+use super::{
+    DynamoStore, Item, PARTITION_KEY, TTL_ATTRIBUTE,
+    handles::{CREATED_OP, DELETED_OP, LIVE, TOMBSTONE_SECONDS, handle_item, record},
+    n, operation_id, s, unavailable,
+};
+
+/// How a transaction ended.
+enum Written {
+    Done,
+    /// Cancelled: which of its writes' conditions failed, in order.
+    Refused(Vec<bool>),
+}
+
+fn built<T, E: std::fmt::Display>(built: Result<T, E>) -> Result<T, StoreError> {
+    built.map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+impl DynamoStore {
+    /// The place's counter moved by `step` under `condition`, whose other
+    /// value is `bound` (`:bound`).
+    fn place(&self, quota: &QuotaKey, step: i64, condition: &str, bound: u64) -> Result<Update, StoreError> {
+        built(
+            Update::builder()
+                .table_name(&self.table)
+                .key(PARTITION_KEY, s(&quota.partition_key))
+                .update_expression("ADD #count :step SET #expires = :expires")
+                .condition_expression(condition)
+                .expression_attribute_names("#count", "count")
+                .expression_attribute_names("#expires", TTL_ATTRIBUTE)
+                .expression_attribute_values(":step", AttributeValue::N(step.to_string()))
+                .expression_attribute_values(":expires", n(quota.expires_at))
+                .expression_attribute_values(":bound", n(bound))
+                .build(),
+        )
+    }
+
+    async fn transact(&self, token: &str, writes: Vec<TransactWriteItem>) -> Result<Written, StoreError> {
+        let answer = self.client.transact_write_items().set_transact_items(Some(writes)).client_request_token(token).send().await;
+        match answer {
+            Ok(_) => Ok(Written::Done),
+            Err(error) => match error.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(cancelled))
+                    if cancelled.cancellation_reasons().iter().any(|r| r.code() == Some("ConditionalCheckFailed")) =>
+                {
+                    metrics::count(Counter::ConditionalCheckFailures);
+                    Ok(Written::Refused(cancelled.cancellation_reasons().iter().map(|r| r.code() == Some("ConditionalCheckFailed")).collect()))
+                }
+                _ => Err(unavailable(error)),
+            },
+        }
+    }
+
+    /// The item under `key` as stored, tombstone or not.
+    async fn stored(&self, key: &ItemKey) -> Result<Option<Item>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(PARTITION_KEY, s(&key.partition_key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(output.item)
+    }
+
+    pub(super) async fn create_with_place(
+        &self,
+        key: &ItemKey,
+        record: &HandleRecord,
+        quota: &QuotaKey,
+        limit: u32,
+    ) -> Result<bool, StoreError> {
+        let op = operation_id();
+        let take = self.place(quota, 1, "attribute_not_exists(#count) OR #count < :bound", u64::from(limit))?;
+        let put = built(
+            Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(handle_item(key, record, &op)))
+                .condition_expression("attribute_not_exists(pk)")
+                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+                .build(),
+        )?;
+        let writes = vec![TransactWriteItem::builder().update(take).build(), TransactWriteItem::builder().put(put).build()];
+        match self.transact(&op, writes).await? {
+            Written::Done => Ok(true),
+            Written::Refused(failed) => {
+                // This very create, landed before its retry: done.
+                if self.stored(key).await?.is_some_and(|item| item.get(CREATED_OP) == Some(&s(&op))) {
+                    return Ok(true);
+                }
+                match failed.as_slice() {
+                    [true, false] => Ok(false),
+                    // A random id's key taken: never by chance; by a
+                    // tombstone, this create came too late to bring it back.
+                    _ => Err(StoreError::Unavailable("the handle's key is taken".into())),
+                }
+            }
+        }
+    }
+
+    pub(super) async fn delete_with_place(
+        &self,
+        key: &ItemKey,
+        expected_version: Option<u64>,
+        now: u64,
+        quota_of: &(dyn Fn(&HandleRecord) -> QuotaKey + Send + Sync),
+    ) -> Result<Lookup, StoreError> {
+        let Some(item) = self.stored(key).await?.filter(|item| item.get("owner") == Some(&s(&key.owner))) else {
+            return Ok(Lookup::Missing);
+        };
+        if item.contains_key(DELETED_OP) {
+            return Ok(Lookup::Missing);
+        }
+        let found = record(&item)?;
+        if found.is_expired(now) {
+            self.delete_expired(key, now).await?;
+            return Ok(Lookup::Expired);
+        }
+        if expected_version.is_some_and(|version| version != found.version) {
+            return Ok(Lookup::Conflict);
+        }
+        let op = operation_id();
+        let tombstone = built(
+            Update::builder()
+                .table_name(&self.table)
+                .key(PARTITION_KEY, s(&key.partition_key))
+                .update_expression("SET deleted_op = :op, deleted_at = :now, expires_at = :tombstone")
+                .condition_expression(format!("{LIVE} AND #version = :seen"))
+                .expression_attribute_names("#owner", "owner")
+                .expression_attribute_names("#version", "version")
+                .expression_attribute_values(":owner", s(&key.owner))
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":op", s(&op))
+                .expression_attribute_values(":seen", n(found.version))
+                .expression_attribute_values(":tombstone", n(now + TOMBSTONE_SECONDS))
+                .build(),
+        )?;
+        let give_back = self.place(&quota_of(&found), -1, "#count > :bound", 0)?;
+        let writes = vec![TransactWriteItem::builder().update(tombstone).build(), TransactWriteItem::builder().update(give_back).build()];
+        match self.transact(&op, writes).await? {
+            Written::Done => Ok(Lookup::Found(found)),
+            Written::Refused(failed) => {
+                let now_stored = self.stored(key).await?;
+                // This very delete, landed before its retry: what it deleted.
+                if now_stored.as_ref().is_some_and(|item| item.get(DELETED_OP) == Some(&s(&op))) {
+                    return Ok(Lookup::Found(found));
+                }
+                match failed.as_slice() {
+                    // No place to give back (its window was forgotten, or
+                    // counted apart before this store counted): delete alone.
+                    [false, true] => HandleStore::delete(self, key, Some(found.version), now).await,
+                    _ => match self.explain(key, now_stored, now).await? {
+                        // Live and owned, so the version moved on.
+                        Lookup::LimitReached => Ok(Lookup::Conflict),
+                        other => Ok(other),
+                    },
+                }
+            }
+        }
+    }
+}
