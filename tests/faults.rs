@@ -380,8 +380,9 @@ async fn adding_writes_that_land_late_apply_once() {
     assert_eq!(rig.proxy.land_held().await, (1, 1), "the late first attempt reached DynamoDB and was refused");
     assert_eq!(entries(addr, &list).await, json!(["late", "next"]));
 
-    // The counter of open lists (cap 5): a take that lands late counts once.
-    rig.proxy.set_on(Service::DynamoDb, "UpdateItem", Fault::LandLate, 0);
+    // The counter of open lists (cap 5), written with the list in one
+    // transaction: a create that lands late counts once.
+    rig.proxy.set_on(Service::DynamoDb, "TransactWriteItems", Fault::LandLate, 0);
     assert_opened(&open_list(addr).await, "a late take's retry");
     open_list(addr).await;
     assert_eq!(rig.proxy.land_held().await, (1, 1), "the late take was refused");

@@ -212,7 +212,9 @@ async fn places(rig: &Rig, tally: &Tally) {
 }
 
 async fn check(per_mille: u32) {
+    let started = std::time::Instant::now();
     let tally = run(per_mille).await;
+    tally.add("seconds", started.elapsed().as_secs());
     let report = tally.report(&format!("fault load at {}% (seed {}, load x{})", per_mille / 10, seed(), scale()));
     eprintln!("{report}");
     assert!(tally.violations().is_empty(), "{report}");

@@ -4,98 +4,31 @@
 //! places of the items it deleted, whatever the SDK retries, whenever a
 //! first attempt lands, and whether or not an answer was lost.
 //!
-//! Apart, they disagreed under faults: a take whose answer was lost, then
-//! a failed create, left a place counted for no item; a give-back that
-//! failed after a delete left one too (`tests/fault_load` found both).
-//!
-//! The transaction carries the call's id as its `ClientRequestToken`, which
-//! makes DynamoDB answer a retry within ten minutes as the first attempt
-//! was answered. Where a retry is refused anyway (the emulator does not
-//! keep tokens), the item tells: a create finds its own `created_op`, a
-//! delete its own tombstone. A first attempt that lands after its retry
-//! finds the item there (or tombstoned) and changes nothing.
+//! Why one transaction, and how its retries are recognised: `places.rs`.
+//! Here a create's retry finds its own `created_op`, a delete's its own
+//! tombstone; a first attempt that lands after its retry finds the item
+//! there (or tombstoned) and changes nothing.
 //!
 //! Round trips: a create 1; a delete 2 (a consistent read names the
 //! place's window, from the item's creation time, and its version; then
-//! the transaction). The place is the quota's own item (`dynamo/quota.rs`).
+//! the transaction). The place is the quota's own item (`dynamo/places.rs`).
 
-use aws_sdk_dynamodb::{
-    operation::transact_write_items::TransactWriteItemsError,
-    types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update},
-};
+use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 use mcp_stateless::{
     handles::{HandleRecord, HandleStore, ItemKey, Lookup},
-    metrics::{self, Counter},
     quota::QuotaKey,
     storage::StoreError,
 };
 
 use super::{
-    DynamoStore, Item, PARTITION_KEY, TTL_ATTRIBUTE,
+    DynamoStore, PARTITION_KEY,
     handles::{CREATED_OP, DELETED_OP, LIVE, TOMBSTONE_SECONDS, handle_item, record},
-    n, operation_id, s, unavailable,
+    n, operation_id,
+    places::{Written, built},
+    s,
 };
 
-/// How a transaction ended.
-enum Written {
-    Done,
-    /// Cancelled: which of its writes' conditions failed, in order.
-    Refused(Vec<bool>),
-}
-
-fn built<T, E: std::fmt::Display>(built: Result<T, E>) -> Result<T, StoreError> {
-    built.map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
 impl DynamoStore {
-    /// The place's counter moved by `step` under `condition`, whose other
-    /// value is `bound` (`:bound`).
-    fn place(&self, quota: &QuotaKey, step: i64, condition: &str, bound: u64) -> Result<Update, StoreError> {
-        built(
-            Update::builder()
-                .table_name(&self.table)
-                .key(PARTITION_KEY, s(&quota.partition_key))
-                .update_expression("ADD #count :step SET #expires = :expires")
-                .condition_expression(condition)
-                .expression_attribute_names("#count", "count")
-                .expression_attribute_names("#expires", TTL_ATTRIBUTE)
-                .expression_attribute_values(":step", AttributeValue::N(step.to_string()))
-                .expression_attribute_values(":expires", n(quota.expires_at))
-                .expression_attribute_values(":bound", n(bound))
-                .build(),
-        )
-    }
-
-    async fn transact(&self, token: &str, writes: Vec<TransactWriteItem>) -> Result<Written, StoreError> {
-        let answer = self.client.transact_write_items().set_transact_items(Some(writes)).client_request_token(token).send().await;
-        match answer {
-            Ok(_) => Ok(Written::Done),
-            Err(error) => match error.as_service_error() {
-                Some(TransactWriteItemsError::TransactionCanceledException(cancelled))
-                    if cancelled.cancellation_reasons().iter().any(|r| r.code() == Some("ConditionalCheckFailed")) =>
-                {
-                    metrics::count(Counter::ConditionalCheckFailures);
-                    Ok(Written::Refused(cancelled.cancellation_reasons().iter().map(|r| r.code() == Some("ConditionalCheckFailed")).collect()))
-                }
-                _ => Err(unavailable(error)),
-            },
-        }
-    }
-
-    /// The item under `key` as stored, tombstone or not.
-    async fn stored(&self, key: &ItemKey) -> Result<Option<Item>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key(PARTITION_KEY, s(&key.partition_key))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(output.item)
-    }
-
     pub(super) async fn create_with_place(
         &self,
         key: &ItemKey,

@@ -25,6 +25,7 @@
 
 pub(crate) mod attribute_values;
 mod counted_handles;
+mod places;
 pub mod feed;
 pub mod handles;
 pub mod quota;

@@ -3,9 +3,11 @@
 //! conditions need; the task's input is an item of its own, written once,
 //! so the record, written on every change, stays small.
 //!
-//! Round trips: create 2 (conditional puts: input, record), read 1
+//! Round trips: create 1 (input, record and the owner's place in one
+//! transaction, `places.rs`; 2 puts where places are counted apart), read 1
 //! (consistent get), every change 2 (consistent get + put conditioned on the
-//! version), one more only when a read finds the task expired, to delete
+//! version; the change that ends a task gives the place back in the same
+//! transaction), one more only when a read finds the task expired, to delete
 //! it; a run reads the input once.
 //!
 //! Every put carries a random per-call id (`last_op`) and its condition
@@ -15,9 +17,10 @@
 //! reporting a conflict (an update whose answers would be dropped) or a
 //! failed create (a task left `working` that nobody enqueued).
 
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use futures::future::BoxFuture;
 use mcp_stateless::{
+    quota::QuotaKey,
     storage::{ItemKey, StoreError},
     tasks::{
         record::{TaskInput, TaskRecord},
@@ -25,7 +28,11 @@ use mcp_stateless::{
     },
 };
 
-use super::{DynamoStore, LAST_OP, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, operation_id, s};
+use super::{
+    DynamoStore, LAST_OP, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, operation_id,
+    places::{Written, built},
+    s,
+};
 
 const RECORD: &str = "task";
 const INPUT: &str = "input";
@@ -58,6 +65,34 @@ fn status_name(record: &TaskRecord) -> String {
     serde_json::to_value(record.status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
+/// The task's record item, written by the call `op`.
+fn task_item(key: &ItemKey, record: &TaskRecord, op: &str) -> Result<super::Item, StoreError> {
+    let json = serde_json::to_string(record).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(super::Item::from([
+        (PARTITION_KEY.to_owned(), s(&key.partition_key)),
+        ("owner".to_owned(), s(&record.owner)),
+        ("kind".to_owned(), s(key.kind)),
+        ("status".to_owned(), s(&status_name(record))),
+        ("version".to_owned(), n(record.version)),
+        (TTL_ATTRIBUTE.to_owned(), n(record.expires_at)),
+        (RECORD.to_owned(), AttributeValue::S(json)),
+        (LAST_OP.to_owned(), s(op)),
+    ]))
+}
+
+/// The task's input item (written once, with the record), by the call `op`.
+fn input_item(key: &ItemKey, record: &TaskRecord, input: &TaskInput, op: &str) -> Result<super::Item, StoreError> {
+    let json = serde_json::to_string(input).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(super::Item::from([
+        (PARTITION_KEY.to_owned(), s(&input_key(key))),
+        ("owner".to_owned(), s(&record.owner)),
+        ("kind".to_owned(), s(key.kind)),
+        (TTL_ATTRIBUTE.to_owned(), n(record.expires_at)),
+        (INPUT.to_owned(), AttributeValue::S(json)),
+        (LAST_OP.to_owned(), s(op)),
+    ]))
+}
+
 impl DynamoStore {
     fn put_task(
         &self,
@@ -65,28 +100,24 @@ impl DynamoStore {
         record: &TaskRecord,
     ) -> Result<aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder, StoreError> {
         let op = operation_id();
-        let json = serde_json::to_string(record).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         Ok(self
             .client
             .put_item()
             .table_name(&self.table)
-            .item(PARTITION_KEY, s(&key.partition_key))
-            .item("owner", s(&record.owner))
-            .item("kind", s(key.kind))
-            .item("status", s(&status_name(record)))
-            .item("version", n(record.version))
-            .item(TTL_ATTRIBUTE, n(record.expires_at))
-            .item(RECORD, AttributeValue::S(json))
-            .item(LAST_OP, s(&op))
+            .set_item(Some(task_item(key, record, &op)?))
             .expression_attribute_names("#last_op", LAST_OP)
             .expression_attribute_values(":op", s(&op)))
+    }
+
+    /// Whether the stored record is the one the call `op` wrote.
+    async fn written_by(&self, key: &ItemKey, op: &str) -> Result<bool, StoreError> {
+        Ok(self.stored(key).await?.is_some_and(|item| item.get(LAST_OP) == Some(&s(op))))
     }
 }
 
 impl TaskStore for DynamoStore {
     fn create<'a>(&'a self, key: &'a ItemKey, record: &'a TaskRecord, input: &'a TaskInput) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
-            let json = serde_json::to_string(input).map_err(|e| StoreError::Corrupt(e.to_string()))?;
             let op = operation_id();
             // The input first: a record is never there without its input (a
             // create that stops in between leaves an input its TTL removes).
@@ -94,12 +125,7 @@ impl TaskStore for DynamoStore {
                 .client
                 .put_item()
                 .table_name(&self.table)
-                .item(PARTITION_KEY, s(&input_key(key)))
-                .item("owner", s(&record.owner))
-                .item("kind", s(key.kind))
-                .item(TTL_ATTRIBUTE, n(record.expires_at))
-                .item(INPUT, AttributeValue::S(json))
-                .item(LAST_OP, s(&op))
+                .set_item(Some(input_item(key, record, input, &op)?))
                 .condition_expression(CREATE_ONLY)
                 .expression_attribute_names("#last_op", LAST_OP)
                 .expression_attribute_values(":op", s(&op));
@@ -153,5 +179,72 @@ impl TaskStore for DynamoStore {
                 Err(error) => condition_failed(error, |_| None).map(|_| Replaced::Conflict),
             }
         })
+    }
+
+    fn create_counted<'a>(
+        &'a self,
+        key: &'a ItemKey,
+        record: &'a TaskRecord,
+        input: &'a TaskInput,
+        quota: &'a QuotaKey,
+        limit: u32,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let op = operation_id();
+            let put = |item| built(Put::builder().table_name(&self.table).set_item(Some(item)).condition_expression("attribute_not_exists(pk)").build());
+            let take = self.place(quota, 1, "attribute_not_exists(#count) OR #count < :bound", u64::from(limit))?;
+            let writes = vec![
+                TransactWriteItem::builder().put(put(input_item(key, record, input, &op)?)?).build(),
+                TransactWriteItem::builder().put(put(task_item(key, record, &op)?)?).build(),
+                TransactWriteItem::builder().update(take).build(),
+            ];
+            match self.transact(&op, writes).await? {
+                Written::Done => Ok(true),
+                // This very create, landed before its retry.
+                Written::Refused(_) if self.written_by(key, &op).await? => Ok(true),
+                Written::Refused(failed) if failed == [false, false, true] => Ok(false),
+                // Task ids are 128 random bits: a clash is not a real case.
+                Written::Refused(_) => Err(StoreError::Unavailable("a task with this id exists".into())),
+            }
+        })
+    }
+
+    fn replace_ending<'a>(
+        &'a self,
+        key: &'a ItemKey,
+        expected_version: u64,
+        record: &'a TaskRecord,
+        quota: &'a QuotaKey,
+    ) -> BoxFuture<'a, Result<Replaced, StoreError>> {
+        Box::pin(async move {
+            let op = operation_id();
+            // Strictly the version read: a retry of this write that landed
+            // is recognised by reading it back, never by applying it again
+            // (which would give the place back twice).
+            let ending = built(
+                Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(task_item(key, record, &op)?))
+                    .condition_expression("#owner = :owner AND #version = :expected")
+                    .expression_attribute_names("#owner", "owner")
+                    .expression_attribute_names("#version", "version")
+                    .expression_attribute_values(":owner", s(&key.owner))
+                    .expression_attribute_values(":expected", n(expected_version))
+                    .build(),
+            )?;
+            let give_back = self.place(quota, -1, "#count > :bound", 0)?;
+            let writes = vec![TransactWriteItem::builder().put(ending).build(), TransactWriteItem::builder().update(give_back).build()];
+            match self.transact(&op, writes).await? {
+                Written::Done => Ok(Replaced::Done),
+                Written::Refused(_) if self.written_by(key, &op).await? => Ok(Replaced::Done),
+                // No place to give back (its window was forgotten): end it alone.
+                Written::Refused(failed) if failed == [false, true] => self.replace(key, expected_version, record).await,
+                Written::Refused(_) => Ok(Replaced::Conflict),
+            }
+        })
+    }
+
+    fn counts_places(&self) -> bool {
+        true
     }
 }

@@ -96,7 +96,7 @@ impl Tasks {
         change: impl FnMut(&mut TaskRecord) -> Decision,
     ) -> Result<Option<TaskRecord>, StoreError> {
         let outcome = transition(&*self.store, &*self.clock, key, change).await?;
-        if let Some(partition_key) = outcome.ended.and_then(|ended| ended.quota_key) {
+        if let Some(partition_key) = outcome.ended.filter(|_| !outcome.place_given_back).and_then(|ended| ended.quota_key) {
             let quota = QuotaKey { partition_key, expires_at: 0 };
             if let Err(error) = self.quota.give_back(&quota).await {
                 // The place comes back when the window ends.
@@ -223,11 +223,19 @@ impl Tasks {
             runnable_since_ms: Some(now_ms),
         };
         let quota = self.policy.quota_key(&record.owner, now_ms);
+        let record = TaskRecord { quota_key: Some(quota.partition_key.clone()), ..record };
+        let key = TASK_IDS.key(ctx.principal.binding_id(), &record.task_id);
+        if self.store.counts_places() {
+            // The task, its input and its place in one write: both or neither.
+            if !self.store.create_counted(&key, &record, &input, &quota, self.policy.max_per_owner).await.map_err(store_failed)? {
+                return Ok(None);
+            }
+            self.dispatch_new(&key).await?;
+            return Ok(Some(record.create_result()));
+        }
         if !self.quota.take(&quota, self.policy.max_per_owner).await.map_err(store_failed)? {
             return Ok(None);
         }
-        let record = TaskRecord { quota_key: Some(quota.partition_key.clone()), ..record };
-        let key = TASK_IDS.key(ctx.principal.binding_id(), &record.task_id);
         if let Err(error) = self.store.create(&key, &record, &input).await {
             // The store's per-call id makes a retry of a landed write
             // succeed, so an error here almost always means nothing landed;

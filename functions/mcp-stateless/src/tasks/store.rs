@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use super::record::{MAX_RECORD_BYTES, TaskInput, TaskRecord};
 use crate::{
     clock::Clock,
+    quota::QuotaKey,
     storage::ItemKey,
     storage::{Backoff, StoreError},
 };
@@ -44,6 +45,40 @@ pub trait TaskStore: Send + Sync {
         expected_version: u64,
         record: &'a TaskRecord,
     ) -> BoxFuture<'a, Result<Replaced, StoreError>>;
+
+    /// [`create`](Self::create), and a place taken in `quota` (at most
+    /// `limit`), in one write: both or neither, however the SDK retries
+    /// and whenever a first attempt lands. `Ok(false)`: no place left,
+    /// nothing written. Served where [`counts_places`](Self::counts_places)
+    /// says so; the service counts apart, in its quota, for other stores.
+    fn create_counted<'a>(
+        &'a self,
+        _key: &'a ItemKey,
+        _record: &'a TaskRecord,
+        _input: &'a TaskInput,
+        _quota: &'a QuotaKey,
+        _limit: u32,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(std::future::ready(Err(StoreError::Unavailable("this store does not count places".into()))))
+    }
+
+    /// [`replace`](Self::replace) with a record that ends the task, and
+    /// the owner's place in `quota` given back, in one write.
+    fn replace_ending<'a>(
+        &'a self,
+        _key: &'a ItemKey,
+        _expected_version: u64,
+        _record: &'a TaskRecord,
+        _quota: &'a QuotaKey,
+    ) -> BoxFuture<'a, Result<Replaced, StoreError>> {
+        Box::pin(std::future::ready(Err(StoreError::Unavailable("this store does not count places".into()))))
+    }
+
+    /// Whether [`create_counted`](Self::create_counted) and
+    /// [`replace_ending`](Self::replace_ending) are served.
+    fn counts_places(&self) -> bool {
+        false
+    }
 }
 
 /// What a transition decided after looking at the current record.
@@ -67,6 +102,9 @@ pub struct Transition {
     pub record: Option<TaskRecord>,
     /// The record again, only when this call's write ended the task.
     pub ended: Option<TaskRecord>,
+    /// Whether that write gave the owner's place back too (a store that
+    /// counts places does it in the same write).
+    pub place_given_back: bool,
 }
 
 /// Reads the record, lets `change` edit it, and writes it back if the
@@ -81,11 +119,13 @@ pub async fn transition(
 ) -> Result<Transition, StoreError> {
     let mut backoff = Backoff::new(MAX_ATTEMPTS, BACKOFF_START);
     loop {
-        let Some(mut record) = store.get(key, clock.now()).await? else { return Ok(Transition { record: None, ended: None }) };
+        let Some(mut record) = store.get(key, clock.now()).await? else {
+            return Ok(Transition { record: None, ended: None, place_given_back: false });
+        };
         let expected = record.version;
         let was_terminal = record.is_terminal();
         if let Decision::Keep = change(&mut record) {
-            return Ok(Transition { record: Some(record), ended: None });
+            return Ok(Transition { record: Some(record), ended: None, place_given_back: false });
         }
         record.version = expected + 1;
         record.updated_at_ms = clock.now_ms().max(record.updated_at_ms);
@@ -95,10 +135,21 @@ pub async fn transition(
             record.input_responses.clear();
             record.fail(rmcp::model::ErrorCode::INTERNAL_ERROR.0, &message);
         }
-        match store.replace(key, expected, &record).await? {
+        let ends = !was_terminal && record.is_terminal();
+        // The write that ends the task gives its place back in the same
+        // write where the store can: never twice, never lost in between.
+        let place = record.quota_key.clone().filter(|_| ends && store.counts_places());
+        let replaced = match &place {
+            Some(partition_key) => {
+                let quota = QuotaKey { partition_key: partition_key.clone(), expires_at: 0 };
+                store.replace_ending(key, expected, &record, &quota).await?
+            }
+            None => store.replace(key, expected, &record).await?,
+        };
+        match replaced {
             Replaced::Done => {
-                let ended = (!was_terminal && record.is_terminal()).then(|| record.clone());
-                return Ok(Transition { record: Some(record), ended });
+                let ended = ends.then(|| record.clone());
+                return Ok(Transition { record: Some(record), ended, place_given_back: place.is_some() });
             }
             Replaced::Conflict if backoff.retry().await => {}
             Replaced::Conflict => {
