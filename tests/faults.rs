@@ -453,3 +453,35 @@ async fn opens_do_not_queue_behind_a_stalled_generate_data_key() {
     assert!(!sealing.is_finished(), "and without waiting for the stalled GenerateDataKey");
     assert!(sealing.await.unwrap().is_err(), "the stalled seal ends in an error, bounded by the operation timeout");
 }
+
+/// Issue 44, part 5 (docs/operations.md, "hot keys"): one item throttled,
+/// as DynamoDB throttles a partition past its 1,000 write units a second.
+/// The calls on that item fail cleanly (-32603 within the bound, nothing
+/// written); every other item, the same owner's other list and another
+/// owner's, is served; once the partition cools, the list is as it was.
+#[tokio::test]
+async fn a_throttled_hot_key_fails_only_the_calls_on_it() {
+    let rig = Rig::new().await;
+    let addr = rig.server().await;
+    let hot = text_of(&open_list(addr).await);
+    call_tool(addr, "alice", "append", json!({"list": hot, "entry": "before"}), json!({}), json!({})).await;
+    let items = scan(&rig.direct, rig.settings.table_name.as_deref().unwrap()).await;
+    let key = items
+        .iter()
+        .filter_map(|item| item.get("pk")?.as_s().ok())
+        .find(|pk| pk.starts_with("handle#lst#"))
+        .expect("the hot list's item")
+        .clone();
+
+    rig.proxy.set_on_key(Service::DynamoDb, &key, Fault::Throttling);
+    let (appended, _) = timed(call_tool(addr, "alice", "append", json!({"list": hot, "entry": "hot"}), json!({}), json!({}))).await;
+    assert_server_error(&appended, "storage unavailable", "an append to the throttled item");
+    let cool = text_of(&open_list(addr).await);
+    let appended = call_tool(addr, "alice", "append", json!({"list": cool, "entry": "cool"}), json!({}), json!({})).await;
+    assert_eq!(text_of(&appended), "1 entries", "the same owner's other list: {appended}");
+    let bob = call_tool(addr, "bob", "open_list", json!({}), json!({}), json!({})).await;
+    assert!(bob.get("error").is_none(), "another owner: {bob}");
+
+    rig.proxy.clear();
+    assert_eq!(entries(addr, &hot).await, json!(["before"]), "the throttled append wrote nothing");
+}

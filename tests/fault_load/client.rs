@@ -16,7 +16,15 @@ pub(crate) async fn rpc(class: &str, addr: SocketAddr, caller: &str, method: &st
 }
 
 /// `tools/call` of `tool`, with `extra` params (requestState, inputResponses).
-pub(crate) async fn call(class: &str, addr: SocketAddr, caller: &str, tool: &str, arguments: Value, extra: Value, tally: &Tally) -> Outcome {
+pub(crate) async fn call(
+    class: &str,
+    addr: SocketAddr,
+    caller: &str,
+    tool: &str,
+    arguments: Value,
+    extra: Value,
+    tally: &Tally,
+) -> Outcome {
     let mut params = json!({"name": tool, "arguments": arguments});
     if let Value::Object(extra) = extra {
         params.as_object_mut().unwrap().extend(extra);

@@ -137,13 +137,12 @@ async fn run(per_mille: u32) -> Tally {
     let mut rig = Rig::new().await;
     rig.proxy.randomly(Chaos { seed: seed() ^ u64::from(per_mille), per_mille });
 
-    let handles = join_all(
-        (0..load.owners).map(|o| lists::owner_load(rig.fixtures, format!("owner{o}"), load.lists, load.appends, &tally)),
-    );
+    let handles =
+        join_all((0..load.owners).map(|o| lists::owner_load(rig.fixtures, format!("owner{o}"), load.lists, load.appends, &tally)));
     let rounds = join_all((0..load.rounds).map(|r| rounds::one_call(rig.fixtures, format!("rounds{r}"), &tally)));
-    let tasks = join_all((0..load.tasks).map(|t| {
-        tasks::one_task(rig.task_servers, format!("tasker{}", t % 3), format!("task{t}"), t % 4 == 3, &tally)
-    }));
+    let tasks = join_all(
+        (0..load.tasks).map(|t| tasks::one_task(rig.task_servers, format!("tasker{}", t % 3), format!("task{t}"), t % 4 == 3, &tally)),
+    );
     let sessions = join_all((0..load.sessions).map(|s| sessions::one_session(rig.task_servers, format!("legacy{s}"), 3, &tally)));
     let (lists, ..) = tokio::join!(handles, rounds, tasks, sessions);
 

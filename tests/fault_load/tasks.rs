@@ -25,8 +25,7 @@ const ENDS_WITHIN: Duration = Duration::from_secs(180);
 
 pub(crate) async fn one_task(instances: [SocketAddr; 2], owner: String, label: String, cancel: bool, tally: &Tally) {
     let created = call(CLASS, instances[0], &owner, "says_its_attempt", json!({"seconds": 1, "label": label}), json!({}), tally).await;
-    let Some(id) = created.result().filter(|r| r["resultType"] == "task").and_then(|r| r["taskId"].as_str()).map(str::to_owned)
-    else {
+    let Some(id) = created.result().filter(|r| r["resultType"] == "task").and_then(|r| r["taskId"].as_str()).map(str::to_owned) else {
         tally.count("tasks.not_accepted");
         return;
     };

@@ -25,9 +25,9 @@
 
 pub(crate) mod attribute_values;
 mod counted_handles;
-mod places;
 pub mod feed;
 pub mod handles;
+mod places;
 pub mod quota;
 pub mod tasks;
 

@@ -69,7 +69,9 @@ impl DynamoStore {
                     if cancelled.cancellation_reasons().iter().any(|r| r.code() == Some("ConditionalCheckFailed")) =>
                 {
                     metrics::count(Counter::ConditionalCheckFailures);
-                    Ok(Written::Refused(cancelled.cancellation_reasons().iter().map(|r| r.code() == Some("ConditionalCheckFailed")).collect()))
+                    Ok(Written::Refused(
+                        cancelled.cancellation_reasons().iter().map(|r| r.code() == Some("ConditionalCheckFailed")).collect(),
+                    ))
                 }
                 _ => Err(unavailable(error)),
             },
@@ -89,5 +91,4 @@ impl DynamoStore {
             .map_err(unavailable)?;
         Ok(output.item)
     }
-
 }

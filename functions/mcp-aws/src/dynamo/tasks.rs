@@ -191,7 +191,9 @@ impl TaskStore for DynamoStore {
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             let op = operation_id();
-            let put = |item| built(Put::builder().table_name(&self.table).set_item(Some(item)).condition_expression("attribute_not_exists(pk)").build());
+            let put = |item| {
+                built(Put::builder().table_name(&self.table).set_item(Some(item)).condition_expression("attribute_not_exists(pk)").build())
+            };
             let take = self.place(quota, 1, "attribute_not_exists(#count) OR #count < :bound", u64::from(limit))?;
             let writes = vec![
                 TransactWriteItem::builder().put(put(input_item(key, record, input, &op)?)?).build(),

@@ -259,7 +259,9 @@ impl LegacySessions {
             // This very DELETE's write, which landed though its answer was
             // lost (the write was sent again, and found the session ended):
             // ended, not "not found" (issue 44, `tests/fault_load`).
-            Err(SessionError::NotFound) if self.read_item(principal, session).await.is_some_and(|data| data["ended_by"] == call.as_str()) => {
+            Err(SessionError::NotFound)
+                if self.read_item(principal, session).await.is_some_and(|data| data["ended_by"] == call.as_str()) =>
+            {
                 Ok(())
             }
             other => other,
