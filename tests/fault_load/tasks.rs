@@ -10,6 +10,10 @@ use std::{
     time::{Duration, Instant},
 };
 
+use mcp_stateless::{
+    clock::{Clock, SystemClock},
+    tasks::record::iso8601,
+};
 use serde_json::{Value, json};
 
 use crate::{
@@ -30,15 +34,24 @@ pub(crate) async fn one_task(instances: [SocketAddr; 2], owner: String, label: S
         return;
     };
     tally.count("tasks.accepted");
-    let cancelled = cancel && {
+    // When the cancel's acknowledgement arrived: a task that ended
+    // otherwise after it broke the acknowledged cancel; one that ended
+    // before it had finished first, which the extension allows ("MAY
+    // ultimately reach a terminal status other than cancelled").
+    let cancel_acknowledged = if cancel {
         let answer = rpc(CLASS, instances[1], &owner, "tasks/cancel", json!({"taskId": id}), tally).await;
-        answer.result().is_some_and(|r| r["resultType"] == "complete")
+        answer.result().filter(|r| r["resultType"] == "complete").map(|_| iso8601(SystemClock.now_ms()))
+    } else {
+        None
     };
-    if cancelled {
+    if cancel_acknowledged.is_some() {
         tally.count("tasks.cancel_acknowledged");
     }
     let Some(ended) = ending(instances, &owner, &id, tally).await else { return };
-    match (ended["status"].as_str().unwrap_or_default(), cancelled) {
+    let ended_at = ended["lastUpdatedAt"].as_str().unwrap_or_default();
+    // Both instants in one format (ISO 8601, milliseconds, UTC) compare as text.
+    let after_the_cancel = cancel_acknowledged.as_deref().is_some_and(|acknowledged| ended_at > acknowledged);
+    match (ended["status"].as_str().unwrap_or_default(), after_the_cancel) {
         ("cancelled", _) => tally.count("tasks.cancelled"),
         (status, true) => tally.violation("wrongly_reported", format!("task {id} cancelled, then ended {status}: {ended}")),
         ("completed", false) => completed(&id, &label, &ended, tally),

@@ -112,8 +112,10 @@ impl<T> LockedMap<T> {
 /// The pace of a compare-and-set loop that lost to a concurrent writer:
 /// exponential backoff with random jitter (so writers that collided do not
 /// collide again in step), no sleep after the last attempt, and every
-/// retry counted in the request's metrics.
-pub(crate) struct Backoff {
+/// retry counted in the request's metrics. Public for the AWS adapters'
+/// own loops (a transaction that met another on the same item).
+#[derive(Debug)]
+pub struct Backoff {
     attempts_left: u32,
     delay: Duration,
 }
@@ -121,13 +123,13 @@ pub(crate) struct Backoff {
 impl Backoff {
     /// At most `max_attempts` attempts, the first wait `first_delay` (plus
     /// jitter).
-    pub(crate) fn new(max_attempts: u32, first_delay: Duration) -> Self {
+    pub fn new(max_attempts: u32, first_delay: Duration) -> Self {
         Self { attempts_left: max_attempts.saturating_sub(1), delay: first_delay }
     }
 
     /// Waits before the next attempt, or answers false when none is left
     /// (without waiting).
-    pub(crate) async fn retry(&mut self) -> bool {
+    pub async fn retry(&mut self) -> bool {
         if self.attempts_left == 0 {
             return false;
         }

@@ -12,6 +12,8 @@
 //! attempt that lands after its retry finds its condition false and
 //! changes nothing.
 
+use std::time::Duration;
+
 use aws_sdk_dynamodb::{
     operation::transact_write_items::TransactWriteItemsError,
     types::{AttributeValue, TransactWriteItem, Update},
@@ -19,8 +21,11 @@ use aws_sdk_dynamodb::{
 use mcp_stateless::{
     metrics::{self, Counter},
     quota::QuotaKey,
-    storage::{ItemKey, StoreError},
+    storage::{Backoff, ItemKey, StoreError},
 };
+
+/// Sends of a transaction that keeps meeting others on its items.
+const CONFLICT_ATTEMPTS: u32 = 4;
 
 use super::{DynamoStore, Item, PARTITION_KEY, TTL_ATTRIBUTE, n, s, unavailable};
 
@@ -59,26 +64,42 @@ impl DynamoStore {
     }
 
     /// One transaction of `writes`, idempotent under `token` for ten
-    /// minutes (the call's id).
+    /// minutes (the call's id). Another transaction on one of its items at
+    /// the same moment (two creates of one owner meet on its counter)
+    /// cancels it with `TransactionConflict`, which the SDK does not retry:
+    /// it is sent again here, a few times with jittered backoff, under a
+    /// token of its own each time (what identifies the call's write is the
+    /// id it carries in the item, not the token).
     pub(super) async fn transact(&self, token: &str, writes: Vec<TransactWriteItem>) -> Result<Written, StoreError> {
-        let answer = self.client.transact_write_items().set_transact_items(Some(writes)).client_request_token(token).send().await;
-        match answer {
-            Ok(_) => Ok(Written::Done),
-            Err(error) => match error.as_service_error() {
-                Some(TransactWriteItemsError::TransactionCanceledException(cancelled))
-                    if cancelled.cancellation_reasons().iter().any(|r| r.code() == Some("ConditionalCheckFailed")) =>
-                {
-                    metrics::count(Counter::ConditionalCheckFailures);
-                    Ok(Written::Refused(
-                        cancelled.cancellation_reasons().iter().map(|r| r.code() == Some("ConditionalCheckFailed")).collect(),
-                    ))
-                }
-                _ => Err(unavailable(error)),
-            },
+        let mut backoff = Backoff::new(CONFLICT_ATTEMPTS, Duration::from_millis(10));
+        let mut attempt = 1;
+        loop {
+            let token = if attempt == 1 { token.to_owned() } else { format!("{token}-{attempt}") };
+            let answer =
+                self.client.transact_write_items().set_transact_items(Some(writes.clone())).client_request_token(token).send().await;
+            let reasons: Vec<Option<String>> = match answer {
+                Ok(_) => return Ok(Written::Done),
+                Err(error) => match error.as_service_error() {
+                    Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
+                        cancelled.cancellation_reasons().iter().map(|r| r.code().map(str::to_owned)).collect()
+                    }
+                    _ => return Err(unavailable(error)),
+                },
+            };
+            let failed: Vec<bool> = reasons.iter().map(|code| code.as_deref() == Some("ConditionalCheckFailed")).collect();
+            if failed.contains(&true) {
+                metrics::count(Counter::ConditionalCheckFailures);
+                return Ok(Written::Refused(failed));
+            }
+            let conflict = reasons.iter().any(|code| code.as_deref() == Some("TransactionConflict"));
+            if !conflict || !backoff.retry().await {
+                tracing::error!(?reasons, "DynamoDB transaction cancelled");
+                return Err(StoreError::Unavailable("TransactionCanceledException".into()));
+            }
+            attempt += 1;
         }
     }
 
-    /// The item under `key` as stored, tombstone or not.
     pub(super) async fn stored(&self, key: &ItemKey) -> Result<Option<Item>, StoreError> {
         let output = self
             .client

@@ -227,8 +227,19 @@ impl Tasks {
         let key = TASK_IDS.key(ctx.principal.binding_id(), &record.task_id);
         if self.store.counts_places() {
             // The task, its input and its place in one write: both or neither.
-            if !self.store.create_counted(&key, &record, &input, &quota, self.policy.max_per_owner).await.map_err(store_failed)? {
-                return Ok(None);
+            match self.store.create_counted(&key, &record, &input, &quota, self.policy.max_per_owner).await {
+                Ok(true) => {}
+                Ok(false) => return Ok(None),
+                Err(error) => {
+                    // It may have landed though every answer was lost: a task
+                    // nobody was told of and nothing would run, holding its
+                    // place for its lifetime. Ended failed now, it gives the
+                    // place back in the same write; not there, nothing happens.
+                    if let Err(error) = self.fail_now(&key, "The task could not be created.").await {
+                        tracing::warn!(%error, "could not end a task whose creation failed");
+                    }
+                    return Err(store_failed(error));
+                }
             }
             self.dispatch_new(&key).await?;
             return Ok(Some(record.create_result()));
@@ -256,20 +267,24 @@ impl Tasks {
     async fn dispatch_new(&self, key: &ItemKey) -> Result<(), ErrorData> {
         let Err(error) = self.queue.enqueue(&TaskMessage::for_key(key)).await else { return Ok(()) };
         tracing::error!(%error, "task queue send failed");
-        let failed = self
-            .transition(key, |record| {
-                if record.is_terminal() {
-                    return Decision::Keep;
-                }
-                record.fail(rmcp::model::ErrorCode::INTERNAL_ERROR.0, "The task could not be scheduled.");
-                Decision::Write
-            })
-            .await;
-        if let Err(error) = failed {
+        if let Err(error) = self.fail_now(key, "The task could not be scheduled.").await {
             // Left runnable: tasks/get sends it once its start deadline passes.
             tracing::error!(%error, "could not mark an unscheduled task failed");
         }
         Err(ErrorData::internal_error("the task could not be scheduled", None))
+    }
+
+    /// Ends the task under `key` failed with `message`, unless it ended
+    /// already or is not there; the write gives its place back.
+    async fn fail_now(&self, key: &ItemKey, message: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.transition(key, |record| {
+            if record.is_terminal() {
+                return Decision::Keep;
+            }
+            record.fail(rmcp::model::ErrorCode::INTERNAL_ERROR.0, message);
+            Decision::Write
+        })
+        .await
     }
 
     fn key(&self, ctx: &CallContext, task_id: &str) -> Result<ItemKey, ErrorData> {
