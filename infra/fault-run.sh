@@ -20,5 +20,5 @@ say "fault test at load x$LOAD, seed $SEED (the tests start the emulator they ne
 # compare; the report lines are the test's own (it prints them).
 MCP_FAULT_LOAD="$LOAD" MCP_FAULT_SEED="$SEED" \
   cargo test --locked -p e2e --test fault_load -- --nocapture --test-threads 1 2>&1 |
-  tee "$STATE_DIR/fault-run.txt" | grep -E '^(==|  )|^test result' || true
+  tee "$STATE_DIR/fault-run.txt" | grep -E '== fault load|^  |^test result' || true
 grep -q '^test result: ok' "$STATE_DIR/fault-run.txt" || fail "the fault test failed: $STATE_DIR/fault-run.txt has its whole output"

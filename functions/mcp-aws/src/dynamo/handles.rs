@@ -39,7 +39,7 @@ use serde_json::Value;
 use super::{
     DynamoStore, Item, LAST_OP, PARTITION_KEY, RecentCalls, TTL_ATTRIBUTE,
     attribute_values::{from_attribute, from_map, to_attribute},
-    condition_failed, n, number, operation_id, s, unavailable,
+    condition_failed, n, number, operation_id, s,
 };
 
 fn string(item: &Item, name: &str) -> Result<String, StoreError> {
@@ -159,16 +159,7 @@ impl DynamoStore {
     /// The owner's item under `key`, read strongly consistent; somebody
     /// else's item reads as none.
     pub(crate) async fn owned_item(&self, key: &ItemKey) -> Result<Option<Item>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key(PARTITION_KEY, s(&key.partition_key))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(output.item.filter(|item| item.get("owner") == Some(&s(&key.owner)) && !is_tombstone(item)))
+        Ok(self.stored(key).await?.filter(|item| item.get("owner") == Some(&s(&key.owner)) && !is_tombstone(item)))
     }
 
     /// DynamoDB deletes expired items lazily (up to days later): one seen

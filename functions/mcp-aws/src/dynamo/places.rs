@@ -100,7 +100,10 @@ impl DynamoStore {
         }
     }
 
-    pub(super) async fn stored(&self, key: &ItemKey) -> Result<Option<Item>, StoreError> {
+    /// The item under `key` as stored, a tombstone too, read strongly
+    /// consistent, whoever owns it: the callers check what they need (a
+    /// call id no other call has, or the owner).
+    pub(crate) async fn stored(&self, key: &ItemKey) -> Result<Option<Item>, StoreError> {
         let output = self
             .client
             .get_item()
