@@ -129,18 +129,31 @@ async fn a_task_update_whose_answer_was_lost_still_resumes_the_task() {
     assert_eq!(done["result"]["content"][0]["text"], "Deleted notes.txt", "{done}");
 }
 
-/// Issue 16, finding 7: a lost answer on the create's record write still
-/// gives the client its task, and the task runs.
+/// Issue 16, finding 7, and issue 44: a create (the input, the record and
+/// the owner's place, one transaction) whose answer was lost still gives
+/// the client its task, and the task runs; so does one whose every answer
+/// was lost (the store settles that it landed); one whose every attempt
+/// failed before landing is no task, and its first attempt, landing
+/// late, takes no place.
 #[tokio::test]
 async fn a_task_create_whose_answer_was_lost_still_creates_and_runs_it() {
     let rig = Rig::new().await;
-    let (addr, _worker) = rig.task_server(20).await;
-    // The input's put passes; the record's lands and its answer is lost.
-    rig.proxy.set_on(Service::DynamoDb, "PutItem", Fault::LoseAnswer, 1);
-    let reply = create(addr, 0).await;
-    assert!(created(&reply), "{reply}");
-    let id = reply["result"]["taskId"].as_str().unwrap();
-    assert_eq!(wait_for(addr, "alice", id, Duration::from_secs(60), is_terminal).await["status"], "completed");
+    let (addr, _worker) = rig.task_server(2).await;
+    for faults in [&[Fault::LoseAnswer][..], &[Fault::LoseAnswer, Fault::ServerError, Fault::ServerError]] {
+        rig.proxy.in_turn(Service::DynamoDb, "TransactWriteItems", faults);
+        let reply = create(addr, 0).await;
+        assert!(created(&reply), "{faults:?}: {reply}");
+        let id = reply["result"]["taskId"].as_str().unwrap();
+        assert_eq!(wait_for(addr, "alice", id, Duration::from_secs(60), is_terminal).await["status"], "completed", "{faults:?}");
+    }
+    rig.proxy.in_turn(Service::DynamoDb, "TransactWriteItems", &[Fault::LandLate, Fault::ServerError, Fault::ServerError]);
+    let reply = create(addr, 60).await;
+    assert_eq!(reply["error"]["code"], -32603, "every attempt failed, none landed: {reply}");
+    assert_eq!(rig.proxy.land_held().await, (1, 1), "the late first attempt was refused whole");
+    // Both places free: the two finished tasks gave theirs back, and the
+    // failed create took none.
+    assert!(created(&create(addr, 60).await) && created(&create(addr, 60).await), "two places");
+    assert!(!created(&create(addr, 60).await), "and two only");
 }
 
 /// Issue 16, findings 7 and 10: a lost answer on the cap's counter counts
@@ -149,14 +162,14 @@ async fn a_task_create_whose_answer_was_lost_still_creates_and_runs_it() {
 async fn the_open_task_cap_counts_each_task_once_through_lost_answers() {
     let rig = Rig::new().await;
     let (addr, _worker) = rig.task_server(2).await;
-    rig.proxy.set_on(Service::DynamoDb, "UpdateItem", Fault::LoseAnswer, 0);
+    rig.proxy.set_on(Service::DynamoDb, "TransactWriteItems", Fault::LoseAnswer, 0);
     let first = create(addr, 60).await;
     assert!(created(&first), "{first}");
     let second = create(addr, 60).await;
     assert!(created(&second), "the lost answer counted once: {second}");
     assert!(!created(&create(addr, 60).await), "two open: the cap");
     // Cancelling gives the place back, once, though its answer is lost.
-    rig.proxy.set_on(Service::DynamoDb, "UpdateItem", Fault::LoseAnswer, 0);
+    rig.proxy.set_on(Service::DynamoDb, "TransactWriteItems", Fault::LoseAnswer, 0);
     let cancel = rpc(addr, "alice", "tasks/cancel", json!({"taskId": first["result"]["taskId"]})).await;
     assert_eq!(cancel["result"]["resultType"], "complete", "{cancel}");
     assert!(created(&create(addr, 60).await), "the cancelled task's place came back");
@@ -345,7 +358,7 @@ async fn writes_whose_answers_were_lost_report_what_they_did() {
     call_tool(addr, "alice", "append", json!({"list": lists[0], "entry": "kept"}), json!({}), json!({})).await;
     assert_refused(&open_list(addr).await, "the cap of five");
 
-    for (operation, what) in [("PutItem", "the redemption's"), ("UpdateItem", "the delete's")] {
+    for (operation, what) in [("PutItem", "the redemption's"), ("TransactWriteItems", "the delete's")] {
         let list = if operation == "PutItem" { &lists[0] } else { &lists[1] };
         let round1 = call_tool(addr, "alice", "discard_list", json!({"list": list}), elicit(), json!({})).await;
         rig.proxy.set_on(Service::DynamoDb, operation, Fault::LoseAnswer, 0);
@@ -454,6 +467,29 @@ async fn opens_do_not_queue_behind_a_stalled_generate_data_key() {
     assert!(sealing.await.unwrap().is_err(), "the stalled seal ends in an error, bounded by the operation timeout");
 }
 
+/// Issue 44: a handle create whose every attempt failed is settled before
+/// it answers. Landed, its answers lost: the caller gets its handle. Not
+/// landed: an error, and its first attempt, landing late, is refused whole
+/// (no handle, no place).
+#[tokio::test]
+async fn a_create_whose_every_attempt_failed_is_settled_before_it_answers() {
+    let rig = Rig::new().await;
+    let addr = rig.server().await;
+    rig.proxy.in_turn(Service::DynamoDb, "TransactWriteItems", &[Fault::LoseAnswer, Fault::ServerError, Fault::ServerError]);
+    let landed = open_list(addr).await;
+    assert_opened(&landed, "landed, every answer lost");
+    let appended = call_tool(addr, "alice", "append", json!({"list": text_of(&landed), "entry": "x"}), json!({}), json!({})).await;
+    assert_eq!(text_of(&appended), "1 entries", "the handle it was given works");
+    rig.proxy.in_turn(Service::DynamoDb, "TransactWriteItems", &[Fault::LandLate, Fault::ServerError, Fault::ServerError]);
+    assert_server_error(&open_list(addr).await, "storage unavailable", "every attempt failed, none landed");
+    assert_eq!(rig.proxy.land_held().await, (1, 1), "the late first attempt was refused whole");
+    // One list and its one place: four more open, the sixth does not.
+    for _ in 0..4 {
+        assert_opened(&open_list(addr).await, "a place of five");
+    }
+    assert_refused(&open_list(addr).await, "five open, each counted once");
+}
+
 /// Issue 44, part 5 (docs/operations.md, "hot keys"): one item throttled,
 /// as DynamoDB throttles a partition past its 1,000 write units a second.
 /// The calls on that item fail cleanly (-32603 within the bound, nothing
@@ -461,6 +497,8 @@ async fn opens_do_not_queue_behind_a_stalled_generate_data_key() {
 /// owner's, is served; once the partition cools, the list is as it was.
 #[tokio::test]
 async fn a_throttled_hot_key_fails_only_the_calls_on_it() {
+    use e2e::fixture_server::LIST;
+
     let rig = Rig::new().await;
     let addr = rig.server().await;
     let hot = text_of(&open_list(addr).await);
@@ -479,9 +517,30 @@ async fn a_throttled_hot_key_fails_only_the_calls_on_it() {
     let cool = text_of(&open_list(addr).await);
     let appended = call_tool(addr, "alice", "append", json!({"list": cool, "entry": "cool"}), json!({}), json!({})).await;
     assert_eq!(text_of(&appended), "1 entries", "the same owner's other list: {appended}");
-    let bob = call_tool(addr, "bob", "open_list", json!({}), json!({}), json!({})).await;
-    assert!(bob.get("error").is_none(), "another owner: {bob}");
+    assert_opened(&call_tool(addr, "bob", "open_list", json!({}), json!({}), json!({})).await, "another owner");
 
     rig.proxy.clear();
     assert_eq!(entries(addr, &hot).await, json!(["before"]), "the throttled append wrote nothing");
+
+    // The owner's counter, the key every create and delete of alice's
+    // writes (in a transaction, which DynamoDB cancels for the throttled
+    // item and the store sends again a few times): her creates fail
+    // cleanly, her lists and bob's creates are served.
+    let items = scan(&rig.direct, rig.settings.table_name.as_deref().unwrap()).await;
+    let alices_owner = items.iter().find(|item| item.get("pk").and_then(|pk| pk.as_s().ok()) == Some(&key)).unwrap()["owner"].clone();
+    let counter = mcp_stateless::quota::QuotaKey::new(alices_owner.as_s().unwrap(), "lst", LIST.max_lifetime, now_seconds()).partition_key;
+    rig.proxy.set_on_key(Service::DynamoDb, &counter, Fault::Throttling);
+    let (opened, _) = timed(open_list(addr)).await;
+    assert_server_error(&opened, "storage unavailable", "a create on the throttled counter");
+    let appended = call_tool(addr, "alice", "append", json!({"list": hot, "entry": "still"}), json!({}), json!({})).await;
+    assert_eq!(text_of(&appended), "2 entries", "her list is served: {appended}");
+    let bob = call_tool(addr, "bob", "open_list", json!({}), json!({}), json!({})).await;
+    assert_opened(&bob, "bob's counter is another key");
+    rig.proxy.clear();
+    assert_opened(&open_list(addr).await, "the counter cooled: three of alice's five");
+}
+
+fn now_seconds() -> u64 {
+    use mcp_stateless::clock::Clock;
+    SystemClock.now()
 }

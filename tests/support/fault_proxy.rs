@@ -162,6 +162,9 @@ struct Faults {
     drawn: HashMap<&'static str, u32>,
     /// Requests [`Fault::LandAfter`] forwards later, until they have.
     landing: Vec<tokio::task::JoinHandle<()>>,
+    /// Faults for the next requests of one operation, in order
+    /// ([`FaultProxy::in_turn`]), before any other.
+    in_turn: std::collections::VecDeque<(Service, &'static str, Fault)>,
 }
 
 #[derive(Clone)]
@@ -210,6 +213,13 @@ impl FaultProxy {
     /// that operation's requests went through.
     pub fn set_on(&self, service: Service, operation: &'static str, fault: Fault, passing: u32) {
         self.faults.lock().unwrap().by_service.insert(service, Target { fault, passing, operation: Some(operation), holding: None });
+    }
+
+    /// `faults` for the next requests of `service`'s `operation`, one
+    /// each, in order: a first attempt that lands late and retries that
+    /// are throttled, say.
+    pub fn in_turn(&self, service: Service, operation: &'static str, faults: &[Fault]) {
+        self.faults.lock().unwrap().in_turn.extend(faults.iter().map(|fault| (service, operation, *fault)));
     }
 
     /// `fault` for `service`'s requests whose body holds `key` (a hot
@@ -299,6 +309,9 @@ async fn handle(
     let fault = service.and_then(|service| {
         let mut faults = faults.lock().unwrap();
         *faults.seen.entry(service).or_default() += 1;
+        if faults.in_turn.front().is_some_and(|(s, o, _)| *s == service && *o == operation) {
+            return faults.in_turn.pop_front().map(|(_, _, fault)| fault);
+        }
         let set = match faults.by_service.get_mut(&service) {
             Some(t) if t.operation.is_some_and(|o| o != operation) => None,
             Some(t) if t.holding.as_ref().is_some_and(|key| !contains(&body, key.as_bytes())) => None,
@@ -335,7 +348,7 @@ async fn handle(
         }
         _ => {}
     }
-    let answered = answer(fault, service, parts, body.clone(), upstream).await;
+    let answered = answer(fault, service, &operation, parts, body.clone(), upstream).await;
     if let (Ok(response), Some(service)) = (&answered, service) {
         let response = response.body().clone().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
         let call = Call { operation, request: body, response };
@@ -347,11 +360,15 @@ async fn handle(
 async fn answer(
     fault: Option<Fault>,
     service: Option<Service>,
+    operation: &str,
     parts: http::request::Parts,
     body: Bytes,
     upstream: SocketAddr,
 ) -> Result<http::Response<Full<Bytes>>, Dropped> {
     match (fault, service) {
+        // DynamoDB cancels a transaction one of whose items is throttled,
+        // with a reason per item; the SDK does not retry it.
+        (Some(Fault::Throttling), Some(Service::DynamoDb)) if operation == "TransactWriteItems" => Ok(cancelled_for_throttling(&body)),
         (Some(Fault::Throttling), Some(service)) => Ok(error_response(400, service.throttling())),
         (Some(Fault::ServerError), _) => Ok(error_response(500, "InternalFailure")),
         (Some(Fault::Reset), _) => Err(Dropped),
@@ -371,6 +388,23 @@ async fn answer(
         }
         _ => forward(parts, body, upstream).await,
     }
+}
+
+fn cancelled_for_throttling(request: &[u8]) -> http::Response<Full<Bytes>> {
+    let items =
+        serde_json::from_slice::<serde_json::Value>(request).ok().and_then(|r| r["TransactItems"].as_array().map(Vec::len)).unwrap_or(1);
+    let reason =
+        serde_json::json!({"Code": "ThrottlingError", "Message": "Throughput exceeds the current capacity of your table or index."});
+    let body = serde_json::json!({
+        "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+        "message": "Transaction cancelled, please refer cancellation reasons for specific reasons",
+        "CancellationReasons": vec![reason; items],
+    });
+    http::Response::builder()
+        .status(400)
+        .header("content-type", "application/x-amz-json-1.0")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap()
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {

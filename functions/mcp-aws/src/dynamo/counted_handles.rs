@@ -9,24 +9,43 @@
 //! tombstone; a first attempt that lands after its retry finds the item
 //! there (or tombstoned) and changes nothing.
 //!
-//! Round trips: a create 1; a delete 2 (a consistent read names the
-//! place's window, from the item's creation time, and its version; then
-//! the transaction). The place is the quota's own item (`dynamo/places.rs`).
+//! Round trips: a create 1 (one more only when every attempt failed: the
+//! tombstone that settles it); a delete 2 (a consistent read
+//! names the place's window, from the item's creation time, and its
+//! version; then the transaction). The place is the quota's own item (`dynamo/places.rs`).
+
+use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 use mcp_stateless::{
     handles::{HandleRecord, HandleStore, ItemKey, Lookup},
     quota::QuotaKey,
-    storage::StoreError,
+    storage::{Backoff, StoreError},
 };
 
 use super::{
-    DynamoStore, PARTITION_KEY,
+    DynamoStore, Item, PARTITION_KEY, TTL_ATTRIBUTE,
     handles::{CREATED_OP, DELETED_OP, LIVE, TOMBSTONE_SECONDS, handle_item, record},
     n, operation_id,
     places::{Written, built},
     s,
 };
+
+/// A deleted handle's tombstone, written by the call `op` where nothing is.
+fn tombstone_claim(key: &ItemKey, record: &HandleRecord, op: &str) -> Item {
+    Item::from([
+        (PARTITION_KEY.to_owned(), s(&key.partition_key)),
+        ("owner".to_owned(), s(&record.owner)),
+        ("kind".to_owned(), s(&record.kind)),
+        (DELETED_OP.to_owned(), s(op)),
+        ("deleted_at".to_owned(), n(record.created_at)),
+        (TTL_ATTRIBUTE.to_owned(), n(record.created_at + TOMBSTONE_SECONDS)),
+    ])
+}
+
+/// Reads and sends of a delete without a version that other writes to
+/// the item keep overtaking.
+const UNVERSIONED_DELETE_ATTEMPTS: u32 = 4;
 
 impl DynamoStore {
     pub(super) async fn create_with_place(
@@ -47,24 +66,46 @@ impl DynamoStore {
                 .build(),
         )?;
         let writes = vec![TransactWriteItem::builder().update(take).build(), TransactWriteItem::builder().put(put).build()];
-        match self.transact(&op, writes).await? {
-            Written::Done => Ok(true),
-            Written::Refused(failed) => {
-                // This very create, landed before its retry: done.
-                if self.stored(key).await?.is_some_and(|item| item.get(CREATED_OP) == Some(&s(&op))) {
-                    return Ok(true);
-                }
-                match failed.as_slice() {
-                    [true, false] => Ok(false),
-                    // A random id's key taken: never by chance; by a
-                    // tombstone, this create came too late to bring it back.
-                    _ => Err(StoreError::Unavailable("the handle's key is taken".into())),
-                }
+        let refused = match self.transact(&op, writes).await {
+            Ok(Written::Done) => return Ok(true),
+            Ok(Written::Refused(failed)) => failed,
+            // Settled by a tombstone where nothing is.
+            Err(error) => return self.settle_failed_create(tombstone_claim(key, record, &op), CREATED_OP, &op, error).await,
+        };
+        // The put's condition held: the key was free, and only the place
+        // was missing.
+        if refused.get(1) != Some(&true) {
+            return Ok(false);
+        }
+        // The key is there: this very create, landed before its retry, or
+        // (a random id's key is never taken by chance) a tombstone that a
+        // late create cannot bring back.
+        match self.stored(key).await? {
+            Some(item) if item.get(CREATED_OP) == Some(&s(&op)) => Ok(true),
+            _ => Err(StoreError::Unavailable("the handle's key is taken".into())),
+        }
+    }
+
+    /// A delete without a version (`Handles::delete`) is read again and
+    /// sent again when another write changed the item between its read and
+    /// its transaction, as the plain conditional delete never saw them.
+    pub(super) async fn delete_with_place(
+        &self,
+        key: &ItemKey,
+        expected_version: Option<u64>,
+        now: u64,
+        quota_of: &(dyn Fn(&HandleRecord) -> QuotaKey + Send + Sync),
+    ) -> Result<Lookup, StoreError> {
+        let mut backoff = Backoff::new(UNVERSIONED_DELETE_ATTEMPTS, Duration::from_millis(10));
+        loop {
+            match self.delete_once(key, expected_version, now, quota_of).await? {
+                Lookup::Conflict if expected_version.is_none() && backoff.retry().await => {}
+                other => return Ok(other),
             }
         }
     }
 
-    pub(super) async fn delete_with_place(
+    async fn delete_once(
         &self,
         key: &ItemKey,
         expected_version: Option<u64>,

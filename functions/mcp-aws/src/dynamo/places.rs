@@ -15,8 +15,8 @@
 use std::time::Duration;
 
 use aws_sdk_dynamodb::{
-    operation::transact_write_items::TransactWriteItemsError,
-    types::{AttributeValue, TransactWriteItem, Update},
+    operation::{put_item::PutItemError, transact_write_items::TransactWriteItemsError},
+    types::{AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update},
 };
 use mcp_stateless::{
     metrics::{self, Counter},
@@ -24,10 +24,14 @@ use mcp_stateless::{
     storage::{Backoff, ItemKey, StoreError},
 };
 
-/// Sends of a transaction that keeps meeting others on its items.
-const CONFLICT_ATTEMPTS: u32 = 4;
+/// Sends of a transaction DynamoDB keeps cancelling for a passing reason.
+const RESENDS: u32 = 4;
 
-use super::{DynamoStore, Item, PARTITION_KEY, TTL_ATTRIBUTE, n, s, unavailable};
+/// Cancellation reasons that pass: the same transaction, sent again, may
+/// be served.
+const PASSING_REASONS: [&str; 3] = ["TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"];
+
+use super::{DynamoStore, Item, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, s, unavailable};
 
 /// How a transaction ended.
 pub(super) enum Written {
@@ -64,14 +68,17 @@ impl DynamoStore {
     }
 
     /// One transaction of `writes`, idempotent under `token` for ten
-    /// minutes (the call's id). Another transaction on one of its items at
-    /// the same moment (two creates of one owner meet on its counter)
-    /// cancels it with `TransactionConflict`, which the SDK does not retry:
-    /// it is sent again here, a few times with jittered backoff, under a
-    /// token of its own each time (what identifies the call's write is the
-    /// id it carries in the item, not the token).
+    /// minutes (the call's id). The SDK retries a transaction that failed
+    /// whole (a 5xx, a reset, `TransactionInProgressException`), but not one
+    /// DynamoDB cancelled because one of its items was throttled (a hot
+    /// key: `ThrottlingError`, `ProvisionedThroughputExceeded`) or met
+    /// another transaction (`TransactionConflict`: two creates of one owner
+    /// meet on its counter): those are sent again here, a few times with
+    /// jittered backoff, under a token of their own each time (what
+    /// identifies the call's write is the id it carries in the item, not
+    /// the token).
     pub(super) async fn transact(&self, token: &str, writes: Vec<TransactWriteItem>) -> Result<Written, StoreError> {
-        let mut backoff = Backoff::new(CONFLICT_ATTEMPTS, Duration::from_millis(10));
+        let mut backoff = Backoff::new(RESENDS, Duration::from_millis(20));
         let mut attempt = 1;
         loop {
             let token = if attempt == 1 { token.to_owned() } else { format!("{token}-{attempt}") };
@@ -91,8 +98,8 @@ impl DynamoStore {
                 metrics::count(Counter::ConditionalCheckFailures);
                 return Ok(Written::Refused(failed));
             }
-            let conflict = reasons.iter().any(|code| code.as_deref() == Some("TransactionConflict"));
-            if !conflict || !backoff.retry().await {
+            let passing = reasons.iter().any(|code| code.as_deref().is_some_and(|code| PASSING_REASONS.contains(&code)));
+            if !passing || !backoff.retry().await {
                 tracing::error!(?reasons, "DynamoDB transaction cancelled");
                 return Err(StoreError::Unavailable("TransactionCanceledException".into()));
             }
@@ -114,5 +121,38 @@ impl DynamoStore {
             .await
             .map_err(unavailable)?;
         Ok(output.item)
+    }
+
+    /// After a create whose every attempt failed (`error`): its item may be
+    /// there, or land later still. `claim` put under the key only where
+    /// there is nothing settles which: written, nothing was created and
+    /// nothing will be (a late attempt finds the key taken and is cancelled
+    /// whole, its place with it); refused, the item is there, and is this
+    /// call's if its `id_attribute` holds the call's id `op`.
+    pub(super) async fn settle_failed_create(
+        &self,
+        claim: Item,
+        id_attribute: &str,
+        op: &str,
+        error: StoreError,
+    ) -> Result<bool, StoreError> {
+        let claimed = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(claim))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let Err(refused) = claimed else { return Err(error) };
+        let seen = condition_failed(refused, |e| match e {
+            PutItemError::ConditionalCheckFailedException(c) => c.item.clone(),
+            _ => None,
+        });
+        match seen {
+            Ok(Some(item)) if item.get(id_attribute) == Some(&s(op)) => Ok(true),
+            _ => Err(error),
+        }
     }
 }

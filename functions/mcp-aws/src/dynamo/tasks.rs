@@ -176,6 +176,11 @@ impl TaskStore for DynamoStore {
                 .await;
             match result {
                 Ok(_) => Ok(Replaced::Done),
+                // A transaction on the record at that moment (a cancel, an
+                // ending): read again, as after any other writer.
+                Err(error) if error.as_service_error().is_some_and(|e| e.meta().code() == Some("TransactionConflictException")) => {
+                    Ok(Replaced::Conflict)
+                }
                 Err(error) => condition_failed(error, |_| None).map(|_| Replaced::Conflict),
             }
         })
@@ -200,14 +205,28 @@ impl TaskStore for DynamoStore {
                 TransactWriteItem::builder().put(put(task_item(key, record, &op)?)?).build(),
                 TransactWriteItem::builder().update(take).build(),
             ];
-            match self.transact(&op, writes).await? {
-                Written::Done => Ok(true),
-                // This very create, landed before its retry.
-                Written::Refused(_) if self.written_by(key, &op).await? => Ok(true),
-                Written::Refused(failed) if failed == [false, false, true] => Ok(false),
-                // Task ids are 128 random bits: a clash is not a real case.
-                Written::Refused(_) => Err(StoreError::Unavailable("a task with this id exists".into())),
+            let refused = match self.transact(&op, writes).await {
+                Ok(Written::Done) => return Ok(true),
+                Ok(Written::Refused(failed)) => failed,
+                // Settled by a failed record, counting no place, where nothing is.
+                Err(error) => {
+                    let mut failed = record.clone();
+                    failed.quota_key = None;
+                    failed.fail(rmcp::model::ErrorCode::INTERNAL_ERROR.0, "The task could not be created.");
+                    let claim = task_item(key, &failed, &format!("{op}-settled"))?;
+                    return self.settle_failed_create(claim, LAST_OP, &op, error).await;
+                }
+            };
+            // The record's condition held: only the place was missing.
+            if refused.get(1) != Some(&true) {
+                return Ok(false);
             }
+            // This very create, landed before its retry; or a task id taken
+            // (128 random bits: not a real case).
+            if self.written_by(key, &op).await? {
+                return Ok(true);
+            }
+            Err(StoreError::Unavailable("a task with this id exists".into()))
         })
     }
 

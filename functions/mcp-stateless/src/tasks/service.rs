@@ -230,16 +230,10 @@ impl Tasks {
             match self.store.create_counted(&key, &record, &input, &quota, self.policy.max_per_owner).await {
                 Ok(true) => {}
                 Ok(false) => return Ok(None),
-                Err(error) => {
-                    // It may have landed though every answer was lost: a task
-                    // nobody was told of and nothing would run, holding its
-                    // place for its lifetime. Ended failed now, it gives the
-                    // place back in the same write; not there, nothing happens.
-                    if let Err(error) = self.fail_now(&key, "The task could not be created.").await {
-                        tracing::warn!(%error, "could not end a task whose creation failed");
-                    }
-                    return Err(store_failed(error));
-                }
+                // The store settled whether a write whose every answer was
+                // lost landed (`TaskStore::create_counted`): an error here
+                // is a task that is not, and will not be, there.
+                Err(error) => return Err(store_failed(error)),
             }
             self.dispatch_new(&key).await?;
             return Ok(Some(record.create_result()));
