@@ -293,3 +293,69 @@ async fn a_create_that_lands_after_the_delete_does_not_bring_the_handle_back() {
     assert_eq!(store.get(&key, now).await.unwrap(), Lookup::Missing, "deleted stays deleted");
     assert_eq!(store.delete(&key, None, now).await.unwrap(), Lookup::Missing, "and a second delete finds nothing");
 }
+
+/// Issue 44: the counted writes, each item and its owner's place in one
+/// transaction. A create takes one place; its delete gives it back once; a
+/// create that lands after the delete is refused, place and all; a delete
+/// whose place is not there (counted apart, before the store counted)
+/// deletes alone and leaves no negative count; an expired item says so.
+#[tokio::test]
+async fn counted_creates_and_deletes_keep_one_place_per_item() {
+    use mcp_stateless::{
+        handles::{HandleRecord, HandleStore, Lookup},
+        quota::QuotaKey,
+    };
+    let sdk = sdk().await;
+    let table = fresh_table(&sdk).await;
+    let store = mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table.clone());
+    let alice = Principal::Verified { issuer: "i".into(), subject: "alice".into() };
+    let now = jsonwebtoken::get_current_timestamp();
+    let record = HandleRecord {
+        owner: alice.binding_id(),
+        kind: "list".into(),
+        data: json!({"entries": []}),
+        version: 1,
+        created_at: now,
+        last_used_at: now,
+        expires_at: now + 3_600,
+        deadline: now + 7_200,
+    };
+    let quota_of = |r: &HandleRecord| QuotaKey::new(&r.owner, LIST.prefix, LIST.max_lifetime, r.created_at);
+    let quota = quota_of(&record);
+    let count = || async {
+        let item = aws_sdk_dynamodb::Client::new(&sdk)
+            .get_item()
+            .table_name(&table)
+            .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(quota.partition_key.clone()))
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap()
+            .item
+            .unwrap_or_default();
+        item.get("count").and_then(|n| n.as_n().ok()).map_or(0, |n| n.parse::<i64>().unwrap())
+    };
+
+    let key = LIST.key(&alice, &LIST.mint());
+    assert!(store.create_counted(&key, &record, &quota, 1).await.unwrap());
+    assert_eq!(count().await, 1);
+    let other = LIST.key(&alice, &LIST.mint());
+    assert!(!store.create_counted(&other, &record, &quota, 1).await.unwrap(), "a cap of one, taken");
+    assert_eq!(store.get(&other, now).await.unwrap(), Lookup::Missing, "refused whole: no item");
+    assert!(matches!(store.delete_counted(&key, None, now, &quota_of).await.unwrap(), Lookup::Found(_)));
+    assert_eq!(count().await, 0, "given back once");
+    assert!(store.create_counted(&key, &record, &quota, 1).await.is_err(), "a late create finds the key taken");
+    assert_eq!((store.get(&key, now).await.unwrap(), count().await), (Lookup::Missing, 0), "refused, place and all");
+    assert_eq!(store.delete_counted(&key, None, now, &quota_of).await.unwrap(), Lookup::Missing, "a second delete finds nothing");
+    assert_eq!(count().await, 0);
+
+    let uncounted = LIST.key(&alice, &LIST.mint());
+    store.create(&uncounted, &record).await.unwrap();
+    assert!(matches!(store.delete_counted(&uncounted, None, now, &quota_of).await.unwrap(), Lookup::Found(_)), "deleted alone");
+    assert_eq!(count().await, 0, "never below zero");
+
+    let expired = LIST.key(&alice, &LIST.mint());
+    let old = HandleRecord { expires_at: now - 1, ..record.clone() };
+    assert!(store.create_counted(&expired, &old, &quota, 1).await.unwrap());
+    assert_eq!(store.delete_counted(&expired, None, now, &quota_of).await.unwrap(), Lookup::Expired);
+}
