@@ -2,9 +2,11 @@
 //! (`jti#...`) in the table; their attributes are in the item map
 //! (`dynamo/mod.rs`).
 //!
-//! Round trips: create 1 (plus the quota's), get 1 (a consistent read),
-//! apply (append or touch) 1, update 2 (read + compare-and-set) per attempt,
-//! delete 1; one more, only when an expired item is found, to delete it.
+//! Round trips: create 1, get 1 (a consistent read), apply (append or
+//! touch) 1, update 2 (read + compare-and-set) per attempt, delete 1; one
+//! more, only when an expired item is found, to delete it. `Handles` uses
+//! the counted create and delete instead (`counted_handles.rs`: the item
+//! and its owner's place in one transaction).
 //!
 //! Writes mean the same when the SDK's retry lands after a lost answer, or
 //! the first attempt lands late:

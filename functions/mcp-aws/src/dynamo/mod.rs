@@ -17,7 +17,7 @@
 //! | `handle#tsk#<sha256(owner, task id)>` | `task` (the record as one JSON string), `owner`, `kind`, `version`, `status` (for operators), `expires_at`, `last_op` | [`tasks`] |
 //! | `handle#tsk#<...>#input` | `input` (the arguments and request context, one JSON string, written once), `owner`, `kind`, `expires_at`, `last_op` | [`tasks`] |
 //! | `jti#<state id>` | `expires_at`, `last_op` | [`handles`] (single-use `requestState`) |
-//! | `quota#<kind>#<sha256(owner)>#<window>` | `count`, `expires_at`, `ops_0`..`ops_2` (recent calls' ids, `RecentCalls`) | [`quota`] |
+//! | `quota#<kind>#<sha256(owner)>#<window>` | `count`, `expires_at`, `ops_0`..`ops_2` (recent calls' ids, `RecentCalls`) | [`quota`]; for handles and tasks, in the same transaction as their item (`places.rs`) |
 //! | `feed#lists` | per list (`tools`, `prompts`, `resources`): `<kind>_version`, `<kind>_changed_at` (epoch ms), `<kind>_digest`; no TTL (one small item for the table's life) | [`feed`] |
 //!
 //! `last_op` is a random id per write call: the SDK's retry of a write

@@ -31,9 +31,12 @@ pub(super) fn invalid_params(id: Value, reason: String) -> http::Response<Bytes>
 
 /// A session that does not open is 404, which tells a 2025-era client to
 /// initialize again; a session other requests kept changing, or the keys
-/// or the table failing after the SDK's retries, is 503 with `Retry-After`
-/// (the same request, sent again, is served: nothing of the session was
-/// half-written). A bare 500 would tell the client nothing it can do.
+/// or the table failing after the SDK's retries, is 503 with `Retry-After`:
+/// nothing of the session was half-written, and the same request, sent
+/// again once the dependency answers, is served (a stored item that no
+/// longer reads, which no retry mends, is logged as such and answered
+/// the same: the client can do nothing else either way). A bare 500 would
+/// tell the client nothing it can do.
 pub(super) fn session_error(error: SessionError, id: Option<Value>) -> http::Response<Bytes> {
     let refusal = match &error {
         SessionError::NotFound => {
