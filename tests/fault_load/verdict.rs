@@ -75,10 +75,15 @@ impl Tally {
         self.violations.lock().unwrap().clone()
     }
 
-    /// Judges `reply` to a request of `class`, counting it and its outcome.
+    /// Judges `reply` to a request of `class`, counting it and its outcome
+    /// (a retryable error by its message too).
     pub(crate) fn judge(&self, class: &str, reply: &Reply) -> Outcome {
         self.count(format!("{class}.requests"));
         let outcome = judged(reply);
+        if let (Outcome::Retry, Some(message)) = (&outcome, message(reply)) {
+            let said = message["error"]["message"].as_str().unwrap_or_default().chars().take(48).collect::<String>();
+            self.count(format!("{class}.retry {} {said:?}", reply.status));
+        }
         let name = match &outcome {
             Outcome::Done(_) => "done",
             Outcome::ToolError(_) => "tool_error",
