@@ -41,8 +41,12 @@ pub(crate) async fn one_session(instances: [SocketAddr; 2], caller: String, call
             tally.count("sessions.end_failed");
             return;
         }
-        status => {
+        status @ 500.. => {
             tally.violation("bare_5xx_or_malformed", format!("{caller}'s DELETE answered {status}"));
+            return;
+        }
+        status => {
+            tally.violation("wrongly_reported", format!("{caller}'s DELETE of a live session answered {status}"));
             return;
         }
     }

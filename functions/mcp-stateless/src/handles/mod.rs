@@ -184,9 +184,10 @@ pub trait HandleStore: Send + Sync {
     /// retries and whenever a first attempt lands. `Ok(false)`: no place
     /// left, nothing written. An error says the handle is not there and
     /// will not be: a store settles a write whose every answer was lost
-    /// before it answers (it reports the handle created if it landed). A store that counts in the same write says
-    /// so in [`counts_places`](Self::counts_places); `Handles` counts
-    /// apart, in its [`CreationQuota`], for any other.
+    /// before it answers (it reports the handle created if it landed). A
+    /// store that counts in the same write says so in
+    /// [`counts_places`](Self::counts_places); `Handles` counts apart, in
+    /// its [`CreationQuota`](crate::quota::CreationQuota), for any other.
     fn create_counted<'a>(
         &'a self,
         _key: &'a ItemKey,

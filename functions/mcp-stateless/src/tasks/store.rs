@@ -51,8 +51,9 @@ pub trait TaskStore: Send + Sync {
     /// and whenever a first attempt lands. `Ok(false)`: no place left,
     /// nothing written. An error says the task is not there and will not
     /// be: a store settles a write whose every answer was lost before it
-    /// answers (it reports the task created if it landed). Served where [`counts_places`](Self::counts_places)
-    /// says so; the service counts apart, in its quota, for other stores.
+    /// answers (it reports the task created if it landed). Served where
+    /// [`counts_places`](Self::counts_places) says so; the service counts
+    /// apart, in its quota, for other stores.
     fn create_counted<'a>(
         &'a self,
         _key: &'a ItemKey,
