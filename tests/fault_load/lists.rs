@@ -119,7 +119,10 @@ async fn discard(instances: [SocketAddr; 2], list: &mut List, tally: &Tally) {
     for _ in 0..4 {
         let asked = call(instances[0], &list.owner, "discard_list", arguments.clone(), json!({}), tally).await;
         let state = match asked {
-            Outcome::Done(message) => message["result"]["requestState"].clone(),
+            Outcome::Done(message) => {
+                tally.secret(message["result"]["requestState"].as_str().unwrap_or_default());
+                message["result"]["requestState"].clone()
+            }
             Outcome::ToolError(text) if text.contains(UNKNOWN) && list.delete == Delete::Unsure => return,
             Outcome::ToolError(text) => {
                 tally.violation("wrongly_reported", format!("discard of live list {}: {text}", list.handle));

@@ -9,7 +9,8 @@
 //! back, or reported wrongly; on a 5xx that is not the documented 503 with
 //! `Retry-After`; on a panic; and on quota places leaked or counted twice.
 //! Tasks run more than once are counted, not failed (delivery is at least
-//! once; docs/tools.md, "Side effects in a task").
+//! once; docs/tools.md, "Side effects in a task"). And none of the sealed
+//! states or session ids handed out may show up in a log.
 //!
 //! Seeded and replayable: `MCP_FAULT_SEED` (the draws' sequence; the
 //! machine's scheduling decides which request meets which draw) and
@@ -144,6 +145,7 @@ impl Rig {
 
 async fn run(per_mille: u32) -> Tally {
     count_server_panics();
+    capture_logs();
     let load = Load::scaled();
     let tally = Tally::default();
     let mut rig = Rig::new().await;
@@ -172,11 +174,61 @@ async fn run(per_mille: u32) -> Tally {
     for line in worker_log.lines().filter(|l| l.contains("panicked")) {
         tally.violation("panic", format!("worker: {line}"));
     }
+    secrets_unlogged(&tally, &worker_log);
     let panics = SERVER_PANICS.lock().unwrap().get(&runtime_name(per_mille)).copied().unwrap_or(0);
     if panics > 0 {
         tally.violation("panic", format!("{panics} on the servers' threads (this process)"));
     }
     tally
+}
+
+/// What the servers in this process log, as a deployment at its most
+/// verbose writes it (the project's filter at `LogLevel=debug`): read back
+/// for the secrets the load was handed. Shared by the rates that run side by side;
+/// each checks its own secrets once its servers are done.
+static LOG: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+struct LogWriter;
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        LOG.lock().map_err(|_| std::io::Error::other("poisoned"))?.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn capture_logs() {
+    static CAPTURE: std::sync::Once = std::sync::Once::new();
+    CAPTURE.call_once(|| {
+        use tracing_subscriber::layer::SubscriberExt;
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(|| LogWriter)
+            .with_ansi(false)
+            .with_max_level(tracing::Level::DEBUG)
+            .finish()
+            .with(mcp_stateless::logging::filter("debug"));
+        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
+    });
+}
+
+/// None of the sealed states and session ids handed out shows up in the
+/// servers' log or the worker's.
+fn secrets_unlogged(tally: &Tally, worker_log: &str) {
+    let log = String::from_utf8_lossy(&LOG.lock().unwrap()).into_owned();
+    tally.add("log.bytes", (log.len() + worker_log.len()) as u64);
+    for secret in tally.secrets() {
+        tally.count("log.secrets_checked");
+        let logged = log.lines().chain(worker_log.lines()).find(|line| line.contains(&secret));
+        if let Some(line) = logged {
+            // Where it was logged, not what: the line up to the secret.
+            let before: String = line[..line.find(&secret).unwrap_or(0)].chars().take(160).collect();
+            tally.violation("secret_logged", format!("a secret handed out is in a log line: {before}…"));
+        }
+    }
 }
 
 fn runtime_name(per_mille: u32) -> String {

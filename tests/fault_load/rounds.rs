@@ -23,7 +23,10 @@ fn answer(state: &Value, key: &str, value: &str) -> Value {
 async fn round(addr: SocketAddr, caller: &str, extra: Value, tally: &Tally) -> Option<Value> {
     for _ in 0..4 {
         match call(CLASS, addr, caller, "two_questions", json!({}), extra.clone(), tally).await {
-            Outcome::Done(message) => return Some(message["result"].clone()),
+            Outcome::Done(message) => {
+                tally.secret(message["result"]["requestState"].as_str().unwrap_or_default());
+                return Some(message["result"].clone());
+            }
             Outcome::Retry => tally.count(format!("{CLASS}.round_sent_again")),
             other => {
                 tally.violation("wrongly_reported", format!("{caller}'s round refused: {other:?}"));

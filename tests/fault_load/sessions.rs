@@ -16,6 +16,7 @@ async fn open(addr: SocketAddr, caller: &str, tally: &Tally) -> Option<LegacyCli
         let reply = initialize(addr, caller, "2025-11-25", json!({})).await;
         let session = reply.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
         if let (Outcome::Done(message), Some(session)) = (tally.judge(CLASS, &reply), session) {
+            tally.secret(&session);
             let version = message["result"]["protocolVersion"].as_str().unwrap_or_default().to_owned();
             return Some(LegacyClient { principal: caller.to_owned(), session: Some(session), version });
         }

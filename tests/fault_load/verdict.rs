@@ -51,6 +51,9 @@ fn message(reply: &Reply) -> Option<Value> {
 pub(crate) struct Tally {
     counts: Mutex<BTreeMap<String, u64>>,
     violations: Mutex<Vec<String>>,
+    /// What the servers handed out that must never be logged: sealed
+    /// `requestState`s and 2025-era session ids.
+    secrets: Mutex<Vec<String>>,
 }
 
 impl Tally {
@@ -69,6 +72,17 @@ impl Tally {
     pub(crate) fn violation(&self, kind: &str, what: String) {
         self.count(format!("violation.{kind}"));
         self.violations.lock().unwrap().push(format!("{kind}: {what}"));
+    }
+
+    /// Remembers `secret` (a sealed state, a session id) for the log check.
+    pub(crate) fn secret(&self, secret: &str) {
+        if !secret.is_empty() {
+            self.secrets.lock().unwrap().push(secret.to_owned());
+        }
+    }
+
+    pub(crate) fn secrets(&self) -> Vec<String> {
+        self.secrets.lock().unwrap().clone()
     }
 
     pub(crate) fn violations(&self) -> Vec<String> {

@@ -28,7 +28,9 @@ pub fn is_valid(requested: &str) -> bool {
 /// JSON-RPC messages, arguments and requestState included; the Lambda
 /// runtime and the AWS SDK stay at `debug`, since at trace they log whole
 /// events and requests (bearer tokens, codes, refresh tokens, cookies).
-fn filter(requested: &str) -> Targets {
+/// Public for tests that write the log somewhere of their own and read it
+/// back as a deployment would write it.
+pub fn filter(requested: &str) -> Targets {
     // Every directive must end in a level: a bare word would otherwise be
     // read as a target, and silence everything else.
     let fallback = || {
