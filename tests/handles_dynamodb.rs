@@ -271,22 +271,13 @@ async fn compare_and_set_updates_lose_nothing_under_contention() {
 /// SDK's retry succeeded, then the handle deleted) cannot bring it back.
 #[tokio::test]
 async fn a_create_that_lands_after_the_delete_does_not_bring_the_handle_back() {
-    use mcp_stateless::handles::{HandleRecord, HandleStore, Lookup};
+    use mcp_stateless::handles::{HandleStore, Lookup};
     let sdk = sdk().await;
     let store = mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), fresh_table(&sdk).await);
     let alice = Principal::Verified { issuer: "i".into(), subject: "alice".into() };
     let key = LIST.key(&alice, &LIST.mint());
     let now = jsonwebtoken::get_current_timestamp();
-    let record = HandleRecord {
-        owner: alice.binding_id(),
-        kind: "list".into(),
-        data: json!({"entries": []}),
-        version: 1,
-        created_at: now,
-        last_used_at: now,
-        expires_at: now + 3_600,
-        deadline: now + 7_200,
-    };
+    let record = alices_list(&alice, now);
     store.create(&key, &record).await.unwrap();
     assert!(matches!(store.delete(&key, None, now).await.unwrap(), Lookup::Found(_)));
     assert!(store.create(&key, &record).await.is_err(), "the late create finds the key taken");
@@ -310,16 +301,7 @@ async fn counted_creates_and_deletes_keep_one_place_per_item() {
     let store = mcp_aws::DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table.clone());
     let alice = Principal::Verified { issuer: "i".into(), subject: "alice".into() };
     let now = jsonwebtoken::get_current_timestamp();
-    let record = HandleRecord {
-        owner: alice.binding_id(),
-        kind: "list".into(),
-        data: json!({"entries": []}),
-        version: 1,
-        created_at: now,
-        last_used_at: now,
-        expires_at: now + 3_600,
-        deadline: now + 7_200,
-    };
+    let record = alices_list(&alice, now);
     let quota_of = |r: &HandleRecord| QuotaKey::new(&r.owner, LIST.prefix, LIST.max_lifetime, r.created_at);
     let quota = quota_of(&record);
     let count = || async {
@@ -358,4 +340,18 @@ async fn counted_creates_and_deletes_keep_one_place_per_item() {
     let old = HandleRecord { expires_at: now - 1, ..record.clone() };
     assert!(store.create_counted(&expired, &old, &quota, 1).await.unwrap());
     assert_eq!(store.delete_counted(&expired, None, now, &quota_of).await.unwrap(), Lookup::Expired);
+}
+
+/// A new list's record as a store writes it for `owner`, created `now`.
+fn alices_list(owner: &Principal, now: u64) -> mcp_stateless::handles::HandleRecord {
+    mcp_stateless::handles::HandleRecord {
+        owner: owner.binding_id(),
+        kind: "list".into(),
+        data: json!({"entries": []}),
+        version: 1,
+        created_at: now,
+        last_used_at: now,
+        expires_at: now + 3_600,
+        deadline: now + 7_200,
+    }
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 use mcp_stateless::{
-    handles::{HandleRecord, HandleStore, ItemKey, Lookup},
+    handles::{HandleRecord, HandleStore, ItemKey, Lookup, PlaceOf},
     quota::QuotaKey,
     storage::{Backoff, StoreError},
 };
@@ -94,7 +94,7 @@ impl DynamoStore {
         key: &ItemKey,
         expected_version: Option<u64>,
         now: u64,
-        quota_of: &(dyn Fn(&HandleRecord) -> QuotaKey + Send + Sync),
+        quota_of: &PlaceOf<'_>,
     ) -> Result<Lookup, StoreError> {
         let mut backoff = Backoff::new(UNVERSIONED_DELETE_ATTEMPTS, Duration::from_millis(10));
         loop {
@@ -110,7 +110,7 @@ impl DynamoStore {
         key: &ItemKey,
         expected_version: Option<u64>,
         now: u64,
-        quota_of: &(dyn Fn(&HandleRecord) -> QuotaKey + Send + Sync),
+        quota_of: &PlaceOf<'_>,
     ) -> Result<Lookup, StoreError> {
         let Some(item) = self.stored(key).await?.filter(|item| item.get("owner") == Some(&s(&key.owner))) else {
             return Ok(Lookup::Missing);

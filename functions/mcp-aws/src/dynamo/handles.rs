@@ -31,7 +31,7 @@ use aws_sdk_dynamodb::{
 };
 use futures::future::BoxFuture;
 use mcp_stateless::{
-    handles::{Change, HandleRecord, HandleStore, ItemKey, Lookup},
+    handles::{Change, HandleRecord, HandleStore, ItemKey, Lookup, PlaceOf},
     quota::QuotaKey,
     sealed::redemption::{Redemption, RedemptionLedger},
     storage::StoreError,
@@ -298,7 +298,7 @@ impl HandleStore for DynamoStore {
         key: &'a ItemKey,
         expected_version: Option<u64>,
         now: u64,
-        quota_of: &'a (dyn Fn(&HandleRecord) -> QuotaKey + Send + Sync),
+        quota_of: &'a PlaceOf<'a>,
     ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(self.delete_with_place(key, expected_version, now, quota_of))
     }

@@ -148,6 +148,10 @@ pub enum Lookup {
     Conflict,
 }
 
+/// Which place (the owner's counter, in the window of the item's creation)
+/// a stored handle counts in: what a counted delete gives back.
+pub type PlaceOf<'f> = dyn Fn(&HandleRecord) -> QuotaKey + Send + Sync + 'f;
+
 /// The port. Every method is one store round trip unless documented.
 pub trait HandleStore: Send + Sync {
     /// Writes a new item; never overwrites an existing one, and fails
@@ -205,7 +209,7 @@ pub trait HandleStore: Send + Sync {
         _key: &'a ItemKey,
         _expected_version: Option<u64>,
         _now: u64,
-        _quota_of: &'a (dyn Fn(&HandleRecord) -> QuotaKey + Send + Sync),
+        _quota_of: &'a PlaceOf<'a>,
     ) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(std::future::ready(Err(StoreError::Unavailable("this store does not count places".into()))))
     }
