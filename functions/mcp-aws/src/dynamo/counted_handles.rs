@@ -27,7 +27,7 @@ use super::{
     DynamoStore, Item, PARTITION_KEY, TTL_ATTRIBUTE,
     handles::{CREATED_OP, DELETED_OP, LIVE, TOMBSTONE_SECONDS, handle_item, record},
     n, operation_id,
-    places::{Written, built},
+    places::{Written, built, carries},
     s,
 };
 
@@ -80,10 +80,10 @@ impl DynamoStore {
         // The key is there: this very create, landed before its retry, or
         // (a random id's key is never taken by chance) a tombstone that a
         // late create cannot bring back.
-        match self.stored(key).await? {
-            Some(item) if item.get(CREATED_OP) == Some(&s(&op)) => Ok(true),
-            _ => Err(StoreError::Unavailable("the handle's key is taken".into())),
+        if self.written_by(key, CREATED_OP, &op).await? {
+            return Ok(true);
         }
+        Err(StoreError::Unavailable("the handle's key is taken".into()))
     }
 
     /// A delete without a version (`Handles::delete`) is read again and
@@ -149,7 +149,7 @@ impl DynamoStore {
             Written::Refused(failed) => {
                 let now_stored = self.stored(key).await?;
                 // This very delete, landed before its retry: what it deleted.
-                if now_stored.as_ref().is_some_and(|item| item.get(DELETED_OP) == Some(&s(&op))) {
+                if now_stored.as_ref().is_some_and(|item| carries(item, DELETED_OP, &op)) {
                     return Ok(Lookup::Found(found));
                 }
                 match failed.as_slice() {

@@ -24,6 +24,12 @@ use mcp_stateless::{
     storage::{Backoff, ItemKey, StoreError},
 };
 
+/// Whether `item` carries the call id `op` in `attribute`: the one sign
+/// that a write whose answer was lost landed (ids are 96 random bits).
+pub(super) fn carries(item: &Item, attribute: &str, op: &str) -> bool {
+    item.get(attribute).and_then(|value| value.as_s().ok()).is_some_and(|value| value == op)
+}
+
 /// Sends of a transaction DynamoDB keeps cancelling for a passing reason.
 const RESENDS: u32 = 4;
 
@@ -107,6 +113,12 @@ impl DynamoStore {
         }
     }
 
+    /// Whether the item under `key` is the one the call `op` wrote, as its
+    /// `attribute` says.
+    pub(super) async fn written_by(&self, key: &ItemKey, attribute: &str, op: &str) -> Result<bool, StoreError> {
+        Ok(self.stored(key).await?.is_some_and(|item| carries(&item, attribute, op)))
+    }
+
     /// The item under `key` as stored, a tombstone too, read strongly
     /// consistent, whoever owns it: the callers check what they need (a
     /// call id no other call has, or the owner).
@@ -151,7 +163,7 @@ impl DynamoStore {
             _ => None,
         });
         match seen {
-            Ok(Some(item)) if item.get(id_attribute) == Some(&s(op)) => Ok(true),
+            Ok(Some(item)) if carries(&item, id_attribute, op) => Ok(true),
             _ => Err(error),
         }
     }

@@ -108,11 +108,6 @@ impl DynamoStore {
             .expression_attribute_names("#last_op", LAST_OP)
             .expression_attribute_values(":op", s(&op)))
     }
-
-    /// Whether the stored record is the one the call `op` wrote.
-    async fn written_by(&self, key: &ItemKey, op: &str) -> Result<bool, StoreError> {
-        Ok(self.stored(key).await?.is_some_and(|item| item.get(LAST_OP) == Some(&s(op))))
-    }
 }
 
 impl TaskStore for DynamoStore {
@@ -223,7 +218,7 @@ impl TaskStore for DynamoStore {
             }
             // This very create, landed before its retry; or a task id taken
             // (128 random bits: not a real case).
-            if self.written_by(key, &op).await? {
+            if self.written_by(key, LAST_OP, &op).await? {
                 return Ok(true);
             }
             Err(StoreError::Unavailable("a task with this id exists".into()))
@@ -257,7 +252,7 @@ impl TaskStore for DynamoStore {
             let writes = vec![TransactWriteItem::builder().put(ending).build(), TransactWriteItem::builder().update(give_back).build()];
             match self.transact(&op, writes).await? {
                 Written::Done => Ok(Replaced::Done),
-                Written::Refused(_) if self.written_by(key, &op).await? => Ok(Replaced::Done),
+                Written::Refused(_) if self.written_by(key, LAST_OP, &op).await? => Ok(Replaced::Done),
                 // No place to give back (its window was forgotten): end it alone.
                 Written::Refused(failed) if failed == [false, true] => self.replace(key, expected_version, record).await,
                 Written::Refused(_) => Ok(Replaced::Conflict),
