@@ -136,6 +136,9 @@ impl Rig {
                 ("MCP_TABLE_NAME", &table),
                 ("MCP_TASK_QUEUE_URL", &queues.url),
                 ("MCP_TASK_LEASE_SECONDS", "20"),
+                // As verbose as a deployment can be, so the secret check
+                // reads everything the worker could ever write.
+                ("MCP_LOG_LEVEL", "debug"),
             ],
             std::fs::File::create(&worker_log).unwrap(),
         );

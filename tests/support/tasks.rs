@@ -112,13 +112,14 @@ impl WorkerProcess {
         Self::start_logging(binary, env, Stdio::inherit())
     }
 
-    /// [`start`](Self::start), its log (standard error) to `log`.
+    /// [`start`](Self::start), its log (standard error) to `log`. It logs
+    /// at `warn` unless `env` sets `MCP_LOG_LEVEL`.
     pub fn start_logging(binary: &str, env: &[(&str, &str)], log: impl Into<Stdio>) -> Self {
         let mut command = Command::new(binary);
         command
             .envs(crate::emulator::emulator_env().iter().map(|(n, v)| (n.as_str(), v.as_str())))
-            .envs(env.iter().copied())
             .env("MCP_LOG_LEVEL", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log);
         Self(command.spawn().expect("the fixture worker starts"))

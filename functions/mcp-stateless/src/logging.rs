@@ -53,19 +53,31 @@ aws_smithy_http_client=debug,aws_smithy_runtime_api=debug,hyper=debug,hyper_util
 
 /// Logs to stderr from here on, at `requested` ([`crate::settings::Settings::log_level`]).
 pub fn init(format: LogFormat, requested: &str) {
-    let builder = tracing_subscriber::fmt().with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .without_time()
-            .finish()
-            .with(filter(requested))
-            .with(ClientLeftDuringDrain)
-            .try_init(),
-        LogFormat::Text => builder.finish().with(filter(requested)).with(ClientLeftDuringDrain).try_init(),
-    };
+    let _ = subscriber(format, requested, std::io::stderr).try_init();
+}
+
+/// What [`init`] installs, writing to `writer`. The formatter's own level
+/// is opened to `TRACE` so that [`filter`] alone decides: left at its
+/// default it drops everything below `INFO` before the filter is asked,
+/// and `MCP_LOG_LEVEL=debug` would write no debug line.
+fn subscriber<W>(format: LogFormat, requested: &str, writer: W) -> Box<dyn Subscriber + Send + Sync>
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    let builder = tracing_subscriber::fmt().with_writer(writer).with_max_level(LevelFilter::TRACE);
+    match format {
+        LogFormat::Json => Box::new(
+            builder
+                .json()
+                .flatten_event(true)
+                .with_current_span(false)
+                .without_time()
+                .finish()
+                .with(filter(requested))
+                .with(ClientLeftDuringDrain),
+        ),
+        LogFormat::Text => Box::new(builder.finish().with(filter(requested)).with(ClientLeftDuringDrain)),
+    }
 }
 
 /// Drops one rmcp error that is no error here (docs/rmcp-workarounds.md,
@@ -132,5 +144,46 @@ mod tests {
         assert!(trace.would_enable("mcp_stateless::edge", &Level::TRACE));
         let bad = filter("not a level!");
         assert!(bad.would_enable("mcp_aws", &Level::INFO) && !bad.would_enable("mcp_aws", &Level::DEBUG));
+    }
+
+    /// What the subscriber [`init`] installs writes, at `requested`, of
+    /// one event per level (and rmcp's debug, which stays out).
+    fn written(format: LogFormat, requested: &str) -> String {
+        let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let sink = buffer.clone();
+        let writer = move || Sink(sink.clone());
+        tracing::subscriber::with_default(subscriber(format, requested, writer), || {
+            tracing::trace!(target: "mcp_stateless::edge", "a trace line");
+            tracing::debug!(target: "mcp_stateless::edge", "a debug line");
+            tracing::info!(target: "mcp_stateless::edge", "an info line");
+            tracing::debug!(target: "rmcp::service", "rmcp's debug line");
+        });
+        let bytes = buffer.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_installed_subscriber_writes_the_level_requested_in_both_formats() {
+        for format in [LogFormat::Text, LogFormat::Json] {
+            let debug = written(format, "debug");
+            assert!(debug.contains("a debug line") && debug.contains("an info line"), "{format:?}: {debug}");
+            assert!(!debug.contains("a trace line") && !debug.contains("rmcp's debug line"), "{format:?}: {debug}");
+            let info = written(format, "info");
+            assert!(info.contains("an info line") && !info.contains("a debug line"), "{format:?}: {info}");
+            assert!(written(format, "trace").contains("a trace line"), "{format:?}");
+        }
     }
 }
