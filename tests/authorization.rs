@@ -304,6 +304,12 @@ impl Stack {
         self.post_form("/oauth/token", None, &pairs).await
     }
 
+    async fn revoke(&self, client_id: &str, token: &str, extra: &[(&str, &str)]) -> Reply {
+        let mut pairs = vec![("token", token), ("token_type_hint", "refresh_token"), ("client_id", client_id)];
+        pairs.extend_from_slice(extra);
+        self.post_form("/oauth/revoke", None, &pairs).await
+    }
+
     /// A refresh that must work: its access token verifies; the next refresh token.
     async fn refreshed(&self, client_id: &str, token: String) -> String {
         let reply = self.refresh(client_id, &token, &[]).await;
@@ -366,6 +372,19 @@ async fn signs_in_refreshes_and_verifies(stack: &Stack) {
         let refused = stack.refresh(&client_id, token, &[]).await;
         assert_eq!((refused.status, error_of(&refused)), (400, "invalid_grant".to_owned()));
     }
+    // Revocation (RFC 7009): 200 for an unknown token and another
+    // client's, which stays usable; its own client's ends the family.
+    let code = stack.code(&client_id, LOOPBACK_REDIRECT).await;
+    let current = stack.exchange(&client_id, &code, VERIFIER, &[]).await.json()["refresh_token"].as_str().unwrap().to_owned();
+    let other_client = stack.client(&[LOOPBACK_REDIRECT]).await;
+    for (by, token) in [(&client_id, "a-token-never-issued"), (&other_client, current.as_str())] {
+        let answered = stack.revoke(by, token, &[]).await;
+        assert_eq!((answered.status, answered.headers["cache-control"].to_str().unwrap()), (200, "no-store"));
+    }
+    let current = refreshed(current).await;
+    assert_eq!(stack.revoke(&client_id, &current, &[]).await.status, 200);
+    let refused = stack.refresh(&client_id, &current, &[]).await;
+    assert_eq!((refused.status, error_of(&refused)), (400, "invalid_grant".to_owned()), "revoked");
 }
 
 #[tokio::test]
@@ -1037,7 +1056,7 @@ fn with_assertion(assertion: &str) -> [(&str, &str); 2] {
 /// ChatGPT's document shape (django-oauth-toolkit #1845): `private_key_jwt`
 /// with `none` offered beside it, keys at `jwks_uri`. It signs in without
 /// an assertion; an assertion it sends must hold; a family started with
-/// one is refreshed only with one. A document that offers no `none`
+/// one is refreshed and revoked only with one. A document that offers no `none`
 /// authenticates every time.
 #[tokio::test]
 async fn chatgpts_document_signs_in_and_its_assertions_are_verified() {
@@ -1057,8 +1076,10 @@ async fn chatgpts_document_signs_in_and_its_assertions_are_verified() {
     host.answer("/strict.json", kept(metadata_document(&host, "/strict.json", strict).to_string()));
     let stack = start(in_memory(), trusting(&host)).await;
     let metadata = stack.get("/.well-known/oauth-authorization-server", None).await.json();
-    assert_eq!(metadata["token_endpoint_auth_methods_supported"], json!(["none", "private_key_jwt"]));
-    assert!(metadata["token_endpoint_auth_signing_alg_values_supported"].as_array().unwrap().contains(&json!("ES256")));
+    for endpoint in ["token", "revocation"] {
+        assert_eq!(metadata[format!("{endpoint}_endpoint_auth_methods_supported")], json!(["none", "private_key_jwt"]));
+        assert!(metadata[format!("{endpoint}_endpoint_auth_signing_alg_values_supported")].as_array().unwrap().contains(&json!("ES256")));
+    }
     let (client_id, token_endpoint) = (host.url("/chatgpt.json"), format!("{}/oauth/token", stack.issuer));
 
     // No assertion: `none` is offered.
@@ -1100,6 +1121,21 @@ async fn chatgpts_document_signs_in_and_its_assertions_are_verified() {
     assert_eq!((bare.status, error_of(&bare)), (401, "invalid_client".to_owned()), "an authenticated family always authenticates");
     let again = stack.refresh(&client_id, &refresh_token, &with_assertion(&assertion(&key, &client_id, &token_endpoint, json!({})))).await;
     assert_eq!(again.status, 200, "{:?}", again.body);
+    // ...and is revoked only with one: whoever saw the token cannot end it.
+    let current = again.json()["refresh_token"].as_str().unwrap().to_owned();
+    let bare = stack.revoke(&client_id, &current, &[]).await;
+    assert_eq!((bare.status, error_of(&bare)), (401, "invalid_client".to_owned()), "{:?}", bare.body);
+    let revocation_endpoint = format!("{}/oauth/revoke", stack.issuer);
+    let wrong_key = assertion(&SigningKey::new("chatgpt-1"), &client_id, &revocation_endpoint, json!({}));
+    assert_eq!(stack.revoke(&client_id, &current, &with_assertion(&wrong_key)).await.status, 401);
+    let signed = assertion(&key, &client_id, &revocation_endpoint, json!({}));
+    assert_eq!(
+        stack.revoke(&client_id, &current, &with_assertion(&signed)).await.status,
+        200,
+        "the revocation endpoint is an audience too"
+    );
+    let ended = stack.refresh(&client_id, &current, &with_assertion(&assertion(&key, &client_id, &token_endpoint, json!({})))).await;
+    assert_eq!((ended.status, error_of(&ended)), (400, "invalid_grant".to_owned()), "revoked");
 
     // A document that offers no `none`: an assertion every time.
     let strict_id = host.url("/strict.json");

@@ -3,7 +3,7 @@
 //! fork's own, behind the `contracts` feature as `mcp_stateless::contracts`
 //! are.
 
-use crate::grants::{CodeGrant, GrantStore, Presented, RefreshGrant, Rotated, Usable, key_of, new_secret};
+use crate::grants::{CodeGrant, GrantStore, Presented, RefreshGrant, Revocation, Rotated, Usable, key_of, new_secret};
 
 fn code_grant(expires_at: u64) -> CodeGrant {
     CodeGrant {
@@ -33,7 +33,8 @@ fn refresh_grant(family: &str, expires_at: u64) -> RefreshGrant {
 /// A `GrantStore`: a code is taken once, however many try; a refresh
 /// token rotates, the previous one is usable until its successor is used
 /// and ends its family after; of concurrent rotations exactly one lands;
-/// revocation ends a family for its own client only.
+/// revocation ends a family for its own client only, and one started by a
+/// client that authenticated only when it authenticates again.
 pub async fn grant_store(grants: &dyn GrantStore) {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970").as_secs();
     // A code: taken once; an expired one never.
@@ -101,14 +102,22 @@ pub async fn grant_store(grants: &dyn GrantStore) {
     assert_eq!(done.len(), 1, "{rotations:?}");
     assert!(matches!(grants.present_refresh(done[0], now, now + 600).await.unwrap(), Presented::Usable(_)), "the winner is current");
 
-    // Revocation ends the family for its own client only.
+    // Revocation ends the family for its own client only; a family
+    // started by a client that authenticated, only when it authenticates.
     let (kept, ended) = (key_of(&new_secret()), key_of(&new_secret()));
     grants.start_family(&kept, &refresh_grant(&new_secret(), now + 600)).await.unwrap();
-    grants.revoke_refresh(&kept, "another client", now + 600).await.unwrap();
+    assert_eq!(grants.revoke_refresh(&kept, "another client", true, now + 600).await.unwrap(), Revocation::Unknown);
     assert!(matches!(grants.present_refresh(&kept, now, now + 600).await.unwrap(), Presented::Usable(_)));
     grants.start_family(&ended, &refresh_grant(&new_secret(), now + 600)).await.unwrap();
-    grants.revoke_refresh(&ended, "client", now + 600).await.unwrap();
+    assert_eq!(grants.revoke_refresh(&ended, "client", false, now + 600).await.unwrap(), Revocation::Ended);
     assert_eq!(grants.present_refresh(&ended, now, now + 600).await.unwrap(), Presented::Unknown);
+    assert_eq!(grants.revoke_refresh(&key_of(&new_secret()), "client", false, now + 600).await.unwrap(), Revocation::Unknown);
+    let keyed = key_of(&new_secret());
+    grants.start_family(&keyed, &RefreshGrant { authenticated: true, ..refresh_grant(&new_secret(), now + 600) }).await.unwrap();
+    assert_eq!(grants.revoke_refresh(&keyed, "client", false, now + 600).await.unwrap(), Revocation::Unauthenticated);
+    assert!(matches!(grants.present_refresh(&keyed, now, now + 600).await.unwrap(), Presented::Usable(_)), "still usable");
+    assert_eq!(grants.revoke_refresh(&keyed, "client", true, now + 600).await.unwrap(), Revocation::Ended);
+    assert_eq!(grants.present_refresh(&keyed, now, now + 600).await.unwrap(), Presented::Unknown);
 }
 
 fn usable(presented: Presented) -> Usable {

@@ -18,6 +18,11 @@ use crate::{
     server::{Endpoints, PATHS},
 };
 
+/// The algorithms a client assertion may be signed with.
+fn algorithms() -> Vec<String> {
+    ALGORITHMS.iter().map(|alg| format!("{alg:?}")).collect()
+}
+
 /// The metadata document for `endpoints`, offering `scopes`.
 pub fn metadata(endpoints: &Endpoints, scopes: &[String]) -> Value {
     let issuer = &endpoints.issuer;
@@ -36,8 +41,11 @@ pub fn metadata(endpoints: &Endpoints, scopes: &[String]) -> Value {
         // `none` for every client; `private_key_jwt` for a metadata
         // document that publishes keys (registered clients are public).
         "token_endpoint_auth_methods_supported": ["none", "private_key_jwt"],
-        "token_endpoint_auth_signing_alg_values_supported": ALGORITHMS.iter().map(|alg| format!("{alg:?}")).collect::<Vec<_>>(),
-        "revocation_endpoint_auth_methods_supported": ["none"],
+        "token_endpoint_auth_signing_alg_values_supported": algorithms(),
+        // The same at revocation: a family started with an assertion is
+        // revoked only with one.
+        "revocation_endpoint_auth_methods_supported": ["none", "private_key_jwt"],
+        "revocation_endpoint_auth_signing_alg_values_supported": algorithms(),
         "client_id_metadata_document_supported": true,
         "authorization_response_iss_parameter_supported": true,
         // What OpenID Connect Discovery requires of its document (clients

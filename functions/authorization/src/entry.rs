@@ -14,6 +14,7 @@ use mcp_stateless::{
     Entry,
     clock::{Clock, SystemClock},
     sealed::redemption::{InMemoryLedger, RedemptionLedger},
+    senders::budgeted_as,
 };
 
 use crate::{
@@ -122,7 +123,7 @@ async fn serve_lambda(server: Arc<AuthorizationServer>) -> Result<(), lambda_htt
         async move {
             let sender = source_address(&request);
             let (mut parts, body) = request.into_parts();
-            parts.extensions.insert(Sender(sender));
+            parts.extensions.insert(Sender(budgeted_as(&sender)));
             let body = Bytes::from(body.to_vec());
             if body.len() > MAX_BODY_BYTES {
                 return Ok::<_, Infallible>(
@@ -158,7 +159,7 @@ pub async fn serve_local(server: Arc<AuthorizationServer>, listener: tokio::net:
                 let server = server.clone();
                 async move {
                     let (mut parts, body) = request.into_parts();
-                    parts.extensions.insert(Sender(peer.ip().to_string()));
+                    parts.extensions.insert(Sender(budgeted_as(&peer.ip().to_string())));
                     let response = match Limited::new(body, MAX_BODY_BYTES).collect().await {
                         Ok(body) => server.handle(http::Request::from_parts(parts, body.to_bytes())).await,
                         Err(_) => crate::responses::text(http::StatusCode::PAYLOAD_TOO_LARGE, "Payload Too Large"),

@@ -132,8 +132,46 @@ pub trait GrantStore: Send + Sync {
         successor: &'a RefreshGrant,
     ) -> BoxFuture<'a, Result<Rotated, StoreError>>;
     /// Revokes the family of the token under `key` until `revoked_until`,
-    /// if it is `client_id`'s (RFC 7009, 2.1).
-    fn revoke_refresh<'a>(&'a self, key: &'a str, client_id: &'a str, revoked_until: u64) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// if [`revocation_of`] its grant by `client_id` (`authenticated` if
+    /// the request's client assertion held) says [`Revocation::Ended`].
+    fn revoke_refresh<'a>(
+        &'a self,
+        key: &'a str,
+        client_id: &'a str,
+        authenticated: bool,
+        revoked_until: u64,
+    ) -> BoxFuture<'a, Result<Revocation, StoreError>>;
+}
+
+/// What a revocation request (RFC 7009) comes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revocation {
+    /// The token's family is ended.
+    Ended,
+    /// The token is unknown, or another client's: nothing changes, and
+    /// the answer is 200 all the same (RFC 7009, 2.2).
+    Unknown,
+    /// The family was started by a client that authenticated, and this
+    /// request did not: nothing changes. Its client is asked to
+    /// authenticate (RFC 7009, 2.1, the server first checks the client's
+    /// credentials), as its refreshes are; otherwise anyone who saw the
+    /// token could end the family without the client's key.
+    Unauthenticated,
+}
+
+/// What revoking `grant` comes to for `client_id`, `authenticated` or
+/// not: one rule for every store.
+pub fn revocation_of(grant: Option<&RefreshGrant>, client_id: &str, authenticated: bool) -> Revocation {
+    match grant {
+        Some(grant) if grant.client_id == client_id => {
+            if grant.authenticated && !authenticated {
+                Revocation::Unauthenticated
+            } else {
+                Revocation::Ended
+            }
+        }
+        _ => Revocation::Unknown,
+    }
 }
 
 /// Which tokens of a family may be used: the current one, and the
@@ -244,12 +282,21 @@ impl GrantStore for InMemoryGrants {
         Box::pin(async move { rotated })
     }
 
-    fn revoke_refresh<'a>(&'a self, key: &'a str, client_id: &'a str, revoked_until: u64) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn revoke_refresh<'a>(
+        &'a self,
+        key: &'a str,
+        client_id: &'a str,
+        authenticated: bool,
+        revoked_until: u64,
+    ) -> BoxFuture<'a, Result<Revocation, StoreError>> {
         let done = self.with(|m| {
-            if let Some(grant) = m.refresh.get(key).filter(|grant| grant.client_id == client_id) {
+            let grant = m.refresh.get(key);
+            let revocation = revocation_of(grant, client_id, authenticated);
+            if let (Revocation::Ended, Some(grant)) = (revocation, grant) {
                 let family = grant.family.clone();
                 m.families.insert(family, (FamilyState::default(), revoked_until));
             }
+            revocation
         });
         Box::pin(async move { done })
     }

@@ -60,8 +60,9 @@ pub fn serves(path: &str, base_path: &str) -> bool {
     path.starts_with("/oauth/") || discovery::is_metadata_path(path, base_path)
 }
 
-/// The address a request came from (API Gateway's source IP, or the local
-/// connection's peer): what costly lookups are budgeted to.
+/// Whom a request came from (API Gateway's source IP, or the local
+/// connection's peer; an IPv6 address's /64, `mcp_stateless::senders`):
+/// what costly lookups are budgeted to.
 #[derive(Debug, Clone)]
 pub struct Sender(pub String);
 

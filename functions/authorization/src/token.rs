@@ -1,7 +1,8 @@
 //! The client's part (RFC 6749, 3.2 and 6; RFC 7009): codes for tokens,
-//! refresh tokens for new ones, and revocation. Every client is public, so
-//! the code is proven by its PKCE verifier and the refresh token by being
-//! the current one of its family: it is rotated on every use, and a token
+//! refresh tokens for new ones, and revocation. Most clients are public
+//! (those with keys add an RFC 7523 assertion, `authenticate`), so the
+//! code is proven by its PKCE verifier and the refresh token by being the
+//! current one of its family: it is rotated on every use, and a token
 //! used after its successor ends the family (OAuth 2.1, 4.3.1). The one
 //! before the current one stays usable until the current one is used: a
 //! client whose answer was lost retries with it (`grants` says how).
@@ -17,7 +18,7 @@ use mcp_stateless::sealed::redemption::Redemption;
 
 use crate::{
     clients::{ClientError, authentication::JWT_BEARER},
-    grants::{Presented, RefreshGrant, Rotated, key_of, new_secret},
+    grants::{Presented, RefreshGrant, Revocation, Rotated, key_of, new_secret},
     pkce, resource,
     responses::{ErrorCode, OAuthError, json_response},
     scopes,
@@ -103,8 +104,12 @@ impl AuthorizationServer {
             (Some(JWT_BEARER), Some(assertion)) => assertion,
             _ => return Err(invalid(ErrorCode::InvalidClient, "client_assertion_type must be jwt-bearer, with a client_assertion")),
         };
+        // Each names this server (RFC 7523, 3): the issuer, the token
+        // endpoint, and the revocation endpoint an assertion sent there
+        // may name.
         let token_endpoint = format!("{}{}", endpoints.issuer, PATHS.token);
-        let audiences = [token_endpoint.as_str(), endpoints.issuer.as_str()];
+        let revocation_endpoint = format!("{}{}", endpoints.issuer, PATHS.revoke);
+        let audiences = [token_endpoint.as_str(), endpoints.issuer.as_str(), revocation_endpoint.as_str()];
         let verified = self.parts.clients.authenticate(client_id, assertion, &audiences, now, sender).await.map_err(client_failed)?;
         // Spent under the client's id: one client's ids never clash with another's.
         let spent = key_of(&format!("{client_id}\n{}", verified.jti));
@@ -253,12 +258,20 @@ impl AuthorizationServer {
     /// `POST /oauth/revoke` (RFC 7009): a refresh token's family ends.
     /// Access tokens are short JWTs nothing can recall; revoking one, or
     /// an unknown token, is answered 200 all the same (RFC 7009, 2.2).
+    /// A family started with a client assertion is revoked only with one,
+    /// as it is refreshed only with one.
     pub(crate) async fn revoke(&self, request: &Request<Bytes>) -> Result<Response<Bytes>, OAuthError> {
         let (form, client_id) = form_and_client(request)?;
         let token = parameter(&form, "token").ok_or_else(|| invalid(ErrorCode::InvalidRequest, "token is required"))?;
-        let revoked_until = self.parts.clock.now() + self.parts.settings.lifetimes.refresh_token.as_secs();
-        self.parts.grants.revoke_refresh(&key_of(token), &client_id, revoked_until).await.map_err(store_failed)?;
-        // Said whether or not the token was known and the client's (RFC 7009 answers 200 to all).
+        let now = self.parts.clock.now();
+        let authenticated = self.authenticate(&form, &client_id, &self.endpoints(request.headers()), now, sender(request)).await?;
+        let revoked_until = now + self.parts.settings.lifetimes.refresh_token.as_secs();
+        let revocation =
+            self.parts.grants.revoke_refresh(&key_of(token), &client_id, authenticated, revoked_until).await.map_err(store_failed)?;
+        if revocation == Revocation::Unauthenticated {
+            return Err(must_authenticate());
+        }
+        // Said whether or not the token was known and the client's (RFC 7009 answers 200 to both).
         sign_in_log::record(Facts::new(Event::Revocation, &client_id));
         let mut response = Response::new(Bytes::new());
         response.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));

@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, fs, path::Path};
 
 /// Lowest first. A module may use its own layer and those before it.
 const LAYERS: &[&[&str]] = &[
-    &["clock", "deadline", "random", "metrics", "deployment", "logging", "loopback"],
+    &["clock", "deadline", "random", "metrics", "deployment", "logging", "loopback", "senders"],
     &["storage", "quota"],
     &["protocol"],
     &["sealed"],

@@ -60,6 +60,7 @@ pub mod protocol;
 pub mod quota;
 pub mod random;
 pub mod sealed;
+pub mod senders;
 pub mod server;
 #[cfg(feature = "legacy")]
 pub mod sessions;

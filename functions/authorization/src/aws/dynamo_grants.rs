@@ -29,7 +29,7 @@ use futures::future::BoxFuture;
 use mcp_aws::dynamo::{Item, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, number, unavailable};
 use mcp_stateless::storage::StoreError;
 
-use crate::grants::{CodeGrant, FamilyState, GrantStore, Presented, RefreshGrant, Rotated, Usable};
+use crate::grants::{CodeGrant, FamilyState, GrantStore, Presented, RefreshGrant, Revocation, Rotated, Usable, revocation_of};
 
 const CODE: &str = "oauth#code#";
 const REFRESH: &str = "oauth#refresh#";
@@ -242,15 +242,23 @@ impl GrantStore for DynamoGrants {
         })
     }
 
-    fn revoke_refresh<'a>(&'a self, key: &'a str, client_id: &'a str, revoked_until: u64) -> BoxFuture<'a, Result<(), StoreError>> {
+    fn revoke_refresh<'a>(
+        &'a self,
+        key: &'a str,
+        client_id: &'a str,
+        authenticated: bool,
+        revoked_until: u64,
+    ) -> BoxFuture<'a, Result<Revocation, StoreError>> {
         Box::pin(async move {
-            if let Some(item) = self.get(format!("{REFRESH}{key}")).await? {
-                let known: RefreshGrant = grant(&item)?;
-                if known.client_id == client_id {
-                    self.revoke_family(&known.family, revoked_until).await?;
-                }
+            let known: Option<RefreshGrant> = match self.get(format!("{REFRESH}{key}")).await? {
+                Some(item) => Some(grant(&item)?),
+                None => None,
+            };
+            let revocation = revocation_of(known.as_ref(), client_id, authenticated);
+            if let (Revocation::Ended, Some(known)) = (revocation, &known) {
+                self.revoke_family(&known.family, revoked_until).await?;
             }
-            Ok(())
+            Ok(revocation)
         })
     }
 }

@@ -13,7 +13,7 @@ use rmcp::{
 
 use serde_json::{Map, Value};
 
-use crate::deadline::Deadline;
+use crate::{deadline::Deadline, senders};
 
 /// Facts an entry point established outside the JSON body, attached to the
 /// HTTP request as an extension before it reaches the edge.
@@ -45,11 +45,12 @@ impl Default for EntryFacts {
 impl EntryFacts {
     /// Whom costly lookups for unseen keys (KMS `Decrypt`) are budgeted
     /// to: the verified caller; without one (auth off), the address the
-    /// request came from, so that one sender's forged ids do not spend
-    /// what every anonymous caller's genuine ones need.
+    /// request came from (an IPv6 address's /64, [`senders`]), so that
+    /// one sender's forged ids do not spend what every anonymous caller's
+    /// genuine ones need.
     pub fn budget_key(&self) -> String {
         match (&self.principal, &self.sender) {
-            (Principal::Anonymous, Some(sender)) => format!("address:{sender}"),
+            (Principal::Anonymous, Some(sender)) => format!("address:{}", senders::budgeted_as(sender)),
             (principal, _) => principal.binding_id(),
         }
     }
@@ -257,6 +258,9 @@ mod tests {
         assert_ne!(one.budget_key(), other.budget_key());
         assert_eq!(facts(Principal::Anonymous, None).budget_key(), "anonymous");
         assert_ne!(one.budget_key(), "anonymous");
+        // An IPv6 host is one sender whichever address of its /64 it uses.
+        let (host, rotated) = (facts(Principal::Anonymous, Some("2001:db8::1")), facts(Principal::Anonymous, Some("2001:db8::beef")));
+        assert_eq!(host.budget_key(), rotated.budget_key());
     }
 
     #[test]
