@@ -83,7 +83,12 @@ impl Default for KeyWindow {
         Self {
             max_age: Duration::from_secs(300),
             max_seals: 10_000,
-            cache_entries: 64,
+            // One key per 2025-era session started in another instance's
+            // window (each lives 30 days): a few hundred at 1,000 requests
+            // a second (docs/operations.md, "What binds first"). An entry
+            // is about 1 KB (the key's reference twice, the unwrapped key),
+            // so these are about a megabyte.
+            cache_entries: 1_024,
             // Longer than any state lives (default 10 minutes) plus a window.
             cache_max_age: Duration::from_secs(3_600),
             refusal_max_age: Duration::from_secs(300),
