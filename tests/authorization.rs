@@ -1121,19 +1121,26 @@ async fn chatgpts_document_signs_in_and_its_assertions_are_verified() {
     assert_eq!((bare.status, error_of(&bare)), (401, "invalid_client".to_owned()), "an authenticated family always authenticates");
     let again = stack.refresh(&client_id, &refresh_token, &with_assertion(&assertion(&key, &client_id, &token_endpoint, json!({})))).await;
     assert_eq!(again.status, 200, "{:?}", again.body);
-    // ...and is revoked only with one: whoever saw the token cannot end it.
+    // ...and is revoked only with one: whoever holds its current token cannot end it.
     let current = again.json()["refresh_token"].as_str().unwrap().to_owned();
+    let revocation_endpoint = format!("{}/oauth/revoke", stack.issuer);
+    let for_revocation = assertion(&key, &client_id, &revocation_endpoint, json!({}));
+    let refused = stack.refresh(&client_id, &current, &with_assertion(&for_revocation)).await;
+    assert_eq!((refused.status, error_of(&refused)), (401, "invalid_client".to_owned()), "made for revocation, not taken here");
     let bare = stack.revoke(&client_id, &current, &[]).await;
     assert_eq!((bare.status, error_of(&bare)), (401, "invalid_client".to_owned()), "{:?}", bare.body);
-    let revocation_endpoint = format!("{}/oauth/revoke", stack.issuer);
     let wrong_key = assertion(&SigningKey::new("chatgpt-1"), &client_id, &revocation_endpoint, json!({}));
     assert_eq!(stack.revoke(&client_id, &current, &with_assertion(&wrong_key)).await.status, 401);
+    // Those refusals left the family as it was: it still refreshes.
+    let spent_at_token = assertion(&key, &client_id, &token_endpoint, json!({}));
+    let still = stack.refresh(&client_id, &current, &with_assertion(&spent_at_token)).await;
+    assert_eq!(still.status, 200, "{:?}", still.body);
+    let current = still.json()["refresh_token"].as_str().unwrap().to_owned();
+    let replayed = stack.revoke(&client_id, &current, &with_assertion(&spent_at_token)).await;
+    assert_eq!((replayed.status, error_of(&replayed)), (401, "invalid_client".to_owned()), "a jti spent at the token endpoint");
     let signed = assertion(&key, &client_id, &revocation_endpoint, json!({}));
-    assert_eq!(
-        stack.revoke(&client_id, &current, &with_assertion(&signed)).await.status,
-        200,
-        "the revocation endpoint is an audience too"
-    );
+    let revoked = stack.revoke(&client_id, &current, &with_assertion(&signed)).await;
+    assert_eq!(revoked.status, 200, "the revocation endpoint is an audience there: {:?}", revoked.body);
     let ended = stack.refresh(&client_id, &current, &with_assertion(&assertion(&key, &client_id, &token_endpoint, json!({})))).await;
     assert_eq!((ended.status, error_of(&ended)), (400, "invalid_grant".to_owned()), "revoked");
 

@@ -204,8 +204,8 @@ async fn a_stream_that_ends_normally_logs_no_error() {
     use tracing_subscriber::layer::SubscriberExt;
 
     let logged = Logged::default();
-    // As `logging::init` sets it up, with rmcp's drain error after a
-    // client left dropped (docs/rmcp-workarounds.md, row 18).
+    // With the layer `logging::init` adds that drops rmcp's drain error
+    // after a client left (docs/rmcp-workarounds.md, row 18).
     let subscriber =
         tracing_subscriber::fmt().with_writer(logged.clone()).with_ansi(false).finish().with(mcp_stateless::logging::ClientLeftDuringDrain);
     let _default = tracing::subscriber::set_default(subscriber);

@@ -154,8 +154,10 @@ pub enum Revocation {
     /// The family was started by a client that authenticated, and this
     /// request did not: nothing changes. Its client is asked to
     /// authenticate (RFC 7009, 2.1, the server first checks the client's
-    /// credentials), as its refreshes are; otherwise anyone who saw the
-    /// token could end the family without the client's key.
+    /// credentials), as its refreshes are; otherwise whoever saw its
+    /// current token could end the family without the client's key. Said of an
+    /// expired token of such a family too: only its holder learns that
+    /// its client authenticates.
     Unauthenticated,
 }
 

@@ -88,14 +88,16 @@ fn client_failed(error: ClientError) -> OAuthError {
 }
 
 impl AuthorizationServer {
-    /// Whether the request carries a client assertion that holds (RFC
-    /// 7521, 4.2; RFC 7523, 3): checked, and its `jti` spent once. No
-    /// assertion is `false`; one that fails is `invalid_client`.
+    /// Whether the request, sent to this server's path `at`, carries a
+    /// client assertion that holds (RFC 7521, 4.2; RFC 7523, 3): checked,
+    /// and its `jti` spent once. No assertion is `false`; one that fails is
+    /// `invalid_client`.
     async fn authenticate(
         &self,
         form: &[(String, String)],
         client_id: &str,
         endpoints: &Endpoints,
+        at: &str,
         now: u64,
         sender: &str,
     ) -> Result<bool, OAuthError> {
@@ -104,12 +106,14 @@ impl AuthorizationServer {
             (Some(JWT_BEARER), Some(assertion)) => assertion,
             _ => return Err(invalid(ErrorCode::InvalidClient, "client_assertion_type must be jwt-bearer, with a client_assertion")),
         };
-        // Each names this server (RFC 7523, 3): the issuer, the token
-        // endpoint, and the revocation endpoint an assertion sent there
-        // may name.
+        // The audiences that name this server here (RFC 7523, 3): the
+        // issuer, the token endpoint (which clients name wherever they
+        // send an assertion), and the endpoint the assertion was sent to.
+        // No other: an assertion made for revocation is not taken at the
+        // token endpoint.
         let token_endpoint = format!("{}{}", endpoints.issuer, PATHS.token);
-        let revocation_endpoint = format!("{}{}", endpoints.issuer, PATHS.revoke);
-        let audiences = [token_endpoint.as_str(), endpoints.issuer.as_str(), revocation_endpoint.as_str()];
+        let here = format!("{}{at}", endpoints.issuer);
+        let audiences = [endpoints.issuer.as_str(), token_endpoint.as_str(), here.as_str()];
         let verified = self.parts.clients.authenticate(client_id, assertion, &audiences, now, sender).await.map_err(client_failed)?;
         // Spent under the client's id: one client's ids never clash with another's.
         let spent = key_of(&format!("{client_id}\n{}", verified.jti));
@@ -128,7 +132,7 @@ impl AuthorizationServer {
         let (form, client_id) = form_and_client(request)?;
         let endpoints = self.endpoints(request.headers());
         let now = self.parts.clock.now();
-        let authenticated = self.authenticate(&form, &client_id, &endpoints, now, sender(request)).await?;
+        let authenticated = self.authenticate(&form, &client_id, &endpoints, PATHS.token, now, sender(request)).await?;
         let lifetimes = &self.parts.settings.lifetimes;
         let resource_asked = parameter(&form, "resource");
         // The access token's scopes, and the grant's (which a refresh
@@ -264,7 +268,8 @@ impl AuthorizationServer {
         let (form, client_id) = form_and_client(request)?;
         let token = parameter(&form, "token").ok_or_else(|| invalid(ErrorCode::InvalidRequest, "token is required"))?;
         let now = self.parts.clock.now();
-        let authenticated = self.authenticate(&form, &client_id, &self.endpoints(request.headers()), now, sender(request)).await?;
+        let endpoints = self.endpoints(request.headers());
+        let authenticated = self.authenticate(&form, &client_id, &endpoints, PATHS.revoke, now, sender(request)).await?;
         let revoked_until = now + self.parts.settings.lifetimes.refresh_token.as_secs();
         let revocation =
             self.parts.grants.revoke_refresh(&key_of(token), &client_id, authenticated, revoked_until).await.map_err(store_failed)?;

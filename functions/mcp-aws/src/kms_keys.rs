@@ -51,9 +51,8 @@ pub struct KeyWindow {
     pub max_age: Duration,
     /// Nor for more seals than this.
     pub max_seals: u64,
-    /// Unwrapped keys kept for opening tokens sealed elsewhere, and data keys
-    /// KMS refused (so a forged token replayed costs one Decrypt, not one
-    /// per replay).
+    /// Unwrapped keys kept for opening tokens sealed elsewhere (refused
+    /// ones are kept apart, [`refusal_entries`](Self::refusal_entries)).
     pub cache_entries: usize,
     /// How long an unwrapped key is kept: longer than a state lives plus a
     /// sealing window, so an instance unwraps each key about once.

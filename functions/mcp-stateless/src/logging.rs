@@ -33,23 +33,50 @@ pub fn is_valid(requested: &str) -> bool {
 pub fn filter(requested: &str) -> Targets {
     // Every directive must end in a level: a bare word would otherwise be
     // read as a target, and silence everything else.
-    let fallback = || {
-        Targets::new()
-            .with_default(LevelFilter::INFO)
-            .with_target("rmcp", LevelFilter::WARN)
-            .with_target("lambda_runtime", LevelFilter::INFO)
-            .with_target("lambda_http", LevelFilter::INFO)
+    let asked = Some(requested)
+        .filter(|r| is_valid(r))
+        .and_then(|r| r.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_default(LevelFilter::INFO).with_target("rmcp", LevelFilter::WARN));
+    // A ceiling, not a directive of its own: `hyper=debug` added to `info`
+    // would raise hyper to debug, since the most specific directive wins.
+    // So each clamped target gets what was asked for it, at most its
+    // ceiling, and so does each requested directive under it (matched as
+    // `Targets` matches, by prefix: `hyper` covers `hyper_util`).
+    let ceiling = |target: &str, level: LevelFilter| {
+        CLAMPED.iter().filter(|(clamped, _)| target.starts_with(clamped)).fold(level, |level, (_, most)| level.min(*most))
     };
-    if !is_valid(requested) {
-        return fallback();
+    let mut capped = Targets::new()
+        .with_targets(
+            asked
+                .iter()
+                .filter(|(target, _)| !CLAMPED.iter().any(|(clamped, _)| clamped == target))
+                .map(|(target, level)| (target.to_owned(), ceiling(target, level))),
+        )
+        .with_targets(CLAMPED.iter().map(|(clamped, _)| (*clamped, ceiling(clamped, asked_for(&asked, clamped)))));
+    if let Some(default) = asked.default_level() {
+        capped = capped.with_default(default);
     }
-    format!("{requested},{CLAMPED}").parse().unwrap_or_else(|_| fallback())
+    capped
 }
 
-/// The targets held below what their trace level would write (appended
-/// last, so they win over anything requested).
-const CLAMPED: &str = "rmcp=warn,lambda_runtime=debug,lambda_runtime_api_client=debug,lambda_http=debug,aws_smithy_runtime=debug,\
-aws_smithy_http_client=debug,aws_smithy_runtime_api=debug,hyper=debug,hyper_util=debug";
+/// The most verbose level `targets` enables for `target`.
+fn asked_for(targets: &Targets, target: &str) -> LevelFilter {
+    [Level::TRACE, Level::DEBUG, Level::INFO, Level::WARN, Level::ERROR]
+        .into_iter()
+        .find(|level| targets.would_enable(target, level))
+        .map_or(LevelFilter::OFF, LevelFilter::from_level)
+}
+
+/// The targets held below what their trace level would write, and the
+/// most each may write.
+const CLAMPED: &[(&str, LevelFilter)] = &[
+    ("rmcp", LevelFilter::WARN),
+    ("lambda_runtime", LevelFilter::DEBUG),
+    ("lambda_http", LevelFilter::DEBUG),
+    ("aws_smithy_runtime", LevelFilter::DEBUG),
+    ("aws_smithy_http_client", LevelFilter::DEBUG),
+    ("hyper", LevelFilter::DEBUG),
+];
 
 /// Logs to stderr from here on, at `requested` ([`crate::settings::Settings::log_level`]).
 pub fn init(format: LogFormat, requested: &str) {
@@ -146,6 +173,27 @@ mod tests {
         assert!(bad.would_enable("mcp_aws", &Level::INFO) && !bad.would_enable("mcp_aws", &Level::DEBUG));
     }
 
+    #[test]
+    fn a_clamp_is_a_ceiling_never_a_raise() {
+        let info = filter("info");
+        for target in ["hyper::proto", "hyper_util::client", "aws_smithy_runtime::client", "lambda_runtime::layers", "lambda_http"] {
+            assert!(info.would_enable(target, &Level::INFO) && !info.would_enable(target, &Level::DEBUG), "{target} at info");
+        }
+        let error = filter("error");
+        assert!(!error.would_enable("rmcp::service", &Level::WARN) && error.would_enable("rmcp::service", &Level::ERROR));
+        assert!(!error.would_enable("hyper", &Level::WARN));
+        let debug = filter("debug");
+        assert!(debug.would_enable("hyper::proto", &Level::DEBUG) && !debug.would_enable("hyper::proto", &Level::TRACE));
+        // Asked for by name, more specifically than the clamp: still under it.
+        let named = filter("info,rmcp::service=trace,hyper_util=trace,lambda_runtime_api_client=trace");
+        assert!(!named.would_enable("rmcp::service", &Level::INFO) && named.would_enable("rmcp::service", &Level::WARN));
+        assert!(named.would_enable("hyper_util::client", &Level::DEBUG) && !named.would_enable("hyper_util::client", &Level::TRACE));
+        assert!(!named.would_enable("lambda_runtime_api_client", &Level::TRACE));
+        assert!(!named.would_enable("mcp_aws", &Level::DEBUG), "the default is kept");
+        // A target asked for below its ceiling stays there.
+        assert!(!filter("debug,hyper=warn").would_enable("hyper::proto", &Level::INFO));
+    }
+
     /// What the subscriber [`init`] installs writes, at `requested`, of
     /// one event per level (and rmcp's debug, which stays out).
     fn written(format: LogFormat, requested: &str) -> String {
@@ -157,6 +205,7 @@ mod tests {
             tracing::debug!(target: "mcp_stateless::edge", "a debug line");
             tracing::info!(target: "mcp_stateless::edge", "an info line");
             tracing::debug!(target: "rmcp::service", "rmcp's debug line");
+            tracing::debug!(target: "aws_smithy_runtime::client", "the SDK's debug line");
         });
         let bytes = buffer.lock().unwrap().clone();
         String::from_utf8(bytes).unwrap()
@@ -181,8 +230,10 @@ mod tests {
             let debug = written(format, "debug");
             assert!(debug.contains("a debug line") && debug.contains("an info line"), "{format:?}: {debug}");
             assert!(!debug.contains("a trace line") && !debug.contains("rmcp's debug line"), "{format:?}: {debug}");
+            assert!(debug.contains("the SDK's debug line"), "{format:?}: {debug}");
             let info = written(format, "info");
             assert!(info.contains("an info line") && !info.contains("a debug line"), "{format:?}: {info}");
+            assert!(!info.contains("the SDK's debug line"), "{format:?}: {info}");
             assert!(written(format, "trace").contains("a trace line"), "{format:?}");
         }
     }

@@ -3,14 +3,17 @@
 //! the authorization server's document fetches and sealed pages).
 //!
 //! An IPv4 address is one sender: they are scarce, and an attacker holds
-//! few. An IPv6 address is not: a subscriber line or a cloud instance is
-//! given at least a /64 (the smallest subnet SLAAC works in, RFC 4291,
-//! 2.5.1; RFC 6177 advises /48 to /56 per site), so one host picks from
-//! 2^64 addresses, and a budget per full address would bound nothing. Its
-//! /64 is the sender, as rate limiters commonly count IPv6. A host with a
-//! /48 still gets 65,536 senders; the budgets for all senders together
-//! bound it. An IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, what a
-//! dual-stack socket reports for an IPv4 peer) is its IPv4 address.
+//! few. An IPv6 address is not: a subscriber line is given at least a /64
+//! (the smallest subnet SLAAC works in, RFC 4291, 2.5.1; RFC 6177 advises
+//! /48 to /56 per site), and a host on it may use any address of it (and
+//! does: temporary addresses, RFC 8981), so a budget per full address
+//! would bound nothing. Its /64 is the sender, as rate limiters commonly
+//! count IPv6. The price: hosts that share a /64 (one office network, one
+//! cloud subnet) share a budget. A holder of a /48 still gets 65,536
+//! senders; the budgets for all senders together bound it. An IPv4-mapped
+//! IPv6 address (`::ffff:a.b.c.d`, what a dual-stack socket reports for
+//! an IPv4 peer) is its IPv4 address. The /64 is written as a key, not in
+//! RFC 5952's short form.
 
 use std::net::IpAddr;
 

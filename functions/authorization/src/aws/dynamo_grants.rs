@@ -250,10 +250,7 @@ impl GrantStore for DynamoGrants {
         revoked_until: u64,
     ) -> BoxFuture<'a, Result<Revocation, StoreError>> {
         Box::pin(async move {
-            let known: Option<RefreshGrant> = match self.get(format!("{REFRESH}{key}")).await? {
-                Some(item) => Some(grant(&item)?),
-                None => None,
-            };
+            let known: Option<RefreshGrant> = self.get(format!("{REFRESH}{key}")).await?.map(|item| grant(&item)).transpose()?;
             let revocation = revocation_of(known.as_ref(), client_id, authenticated);
             if let (Revocation::Ended, Some(known)) = (revocation, &known) {
                 self.revoke_family(&known.family, revoked_until).await?;
