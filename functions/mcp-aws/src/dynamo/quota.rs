@@ -32,19 +32,25 @@ fn now_seconds() -> u64 {
 impl DynamoStore {
     /// A conditional update of the counter `key` names (`#count`), adding
     /// `step` (`ADD` clauses), refused where `condition` fails or `calls`'s
-    /// id is there already.
-    fn counter(&self, key: &QuotaKey, step: &str, condition: &str, calls: &RecentCalls) -> UpdateItemFluentBuilder {
-        let update = self
+    /// id is there already. Only a take sets the window's end (`sets_end`):
+    /// a give-back may not know it (a task's place is named by its
+    /// partition key alone), and a TTL in the past would have DynamoDB
+    /// delete the count.
+    fn counter(&self, key: &QuotaKey, step: &str, sets_end: bool, condition: &str, calls: &RecentCalls) -> UpdateItemFluentBuilder {
+        let set = if sets_end { " SET #expires = :expires" } else { "" };
+        let mut update = self
             .client
             .update_item()
             .table_name(&self.table)
             .key(PARTITION_KEY, s(&key.partition_key))
-            .update_expression(format!("ADD {step}, {} SET #expires = :expires REMOVE {}", RecentCalls::ADD, RecentCalls::REMOVE))
+            .update_expression(format!("ADD {step}, {}{set} REMOVE {}", RecentCalls::ADD, RecentCalls::REMOVE))
             .condition_expression(format!("({condition}) AND {}", RecentCalls::CONDITION))
             .expression_attribute_names("#count", "count")
-            .expression_attribute_names("#expires", TTL_ATTRIBUTE)
-            .expression_attribute_values(":expires", n(key.expires_at))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        if sets_end {
+            update =
+                update.expression_attribute_names("#expires", TTL_ATTRIBUTE).expression_attribute_values(":expires", n(key.expires_at));
+        }
         calls.bind(update)
     }
 }
@@ -54,7 +60,7 @@ impl CreationQuota for DynamoStore {
         Box::pin(async move {
             let calls = RecentCalls::new(now_seconds());
             let result = self
-                .counter(key, "#count :one", "attribute_not_exists(#count) OR #count < :limit", &calls)
+                .counter(key, "#count :one", true, "attribute_not_exists(#count) OR #count < :limit", &calls)
                 .expression_attribute_values(":one", n(1))
                 .expression_attribute_values(":limit", n(u64::from(limit)))
                 .send()
@@ -77,7 +83,7 @@ impl CreationQuota for DynamoStore {
         Box::pin(async move {
             let calls = RecentCalls::new(now_seconds());
             let result = self
-                .counter(key, "#count :minus_one", "#count > :zero", &calls)
+                .counter(key, "#count :minus_one", false, "#count > :zero", &calls)
                 .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
                 .expression_attribute_values(":zero", n(0))
                 .send()
