@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem, Update};
 use mcp_stateless::{
     handles::{HandleRecord, HandleStore, ItemKey, Lookup, PlaceOf},
     quota::QuotaKey,
@@ -56,13 +56,12 @@ impl DynamoStore {
         limit: u32,
     ) -> Result<bool, StoreError> {
         let op = operation_id();
-        let take = self.place(quota, 1, "attribute_not_exists(#count) OR #count < :bound", u64::from(limit))?;
+        let take = self.take_place(quota, limit)?;
         let put = built(
             Put::builder()
                 .table_name(&self.table)
                 .set_item(Some(handle_item(key, record, &op)))
                 .condition_expression("attribute_not_exists(pk)")
-                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
                 .build(),
         )?;
         let writes = vec![TransactWriteItem::builder().update(take).build(), TransactWriteItem::builder().put(put).build()];
@@ -112,12 +111,9 @@ impl DynamoStore {
         now: u64,
         quota_of: &PlaceOf<'_>,
     ) -> Result<Lookup, StoreError> {
-        let Some(item) = self.stored(key).await?.filter(|item| item.get("owner") == Some(&s(&key.owner))) else {
+        let Some(item) = self.owned_item(key).await? else {
             return Ok(Lookup::Missing);
         };
-        if item.contains_key(DELETED_OP) {
-            return Ok(Lookup::Missing);
-        }
         let found = record(&item)?;
         if found.is_expired(now) {
             self.delete_expired(key, now).await?;
@@ -142,7 +138,7 @@ impl DynamoStore {
                 .expression_attribute_values(":tombstone", n(now + TOMBSTONE_SECONDS))
                 .build(),
         )?;
-        let give_back = self.place(&quota_of(&found), -1, "#count > :bound", 0)?;
+        let give_back = self.give_back_place(&quota_of(&found))?;
         let writes = vec![TransactWriteItem::builder().update(tombstone).build(), TransactWriteItem::builder().update(give_back).build()];
         match self.transact(&op, writes).await? {
             Written::Done => Ok(Lookup::Found(found)),

@@ -259,27 +259,31 @@ impl HandleStore for DynamoStore {
     fn apply<'a>(&'a self, key: &'a ItemKey, change: &'a Change, now: u64, expires_at: u64) -> BoxFuture<'a, Result<Lookup, StoreError>> {
         Box::pin(async move {
             let update = self.live_update(key, now, expires_at);
-            let calls = RecentCalls::new(now);
-            let update = match change {
-                Change::Touch => update.update_expression("SET last_used_at = :now, expires_at = :exp").condition_expression(LIVE),
-                Change::Append { field, value, max_len } => calls
-                    .bind(update)
-                    .update_expression(format!(
-                        "SET #data.#field = list_append(#data.#field, :new), last_used_at = :now, expires_at = :exp \
-                         ADD #version :one, {} REMOVE {}",
-                        RecentCalls::ADD,
-                        RecentCalls::REMOVE
-                    ))
-                    .condition_expression(format!("{LIVE} AND size(#data.#field) < :max AND {}", RecentCalls::CONDITION))
-                    .expression_attribute_names("#data", "data")
-                    .expression_attribute_names("#field", field)
-                    .expression_attribute_names("#version", "version")
-                    .expression_attribute_values(":new", AttributeValue::L(vec![to_attribute(value)]))
-                    .expression_attribute_values(":one", n(1))
-                    .expression_attribute_values(":max", n(*max_len as u64)),
+            // An append carries its call's id, so its retry never applies
+            // twice; a touch (every read) needs none.
+            let (update, calls) = match change {
+                Change::Touch => (update.update_expression("SET last_used_at = :now, expires_at = :exp").condition_expression(LIVE), None),
+                Change::Append { field, value, max_len } => {
+                    let calls = RecentCalls::new(now);
+                    let update = calls
+                        .bind(update)
+                        .update_expression(format!(
+                            "SET #data.#field = list_append(#data.#field, :new), last_used_at = :now, expires_at = :exp \
+                             ADD #version :one, {} REMOVE {}",
+                            RecentCalls::ADD,
+                            RecentCalls::REMOVE
+                        ))
+                        .condition_expression(format!("{LIVE} AND size(#data.#field) < :max AND {}", RecentCalls::CONDITION))
+                        .expression_attribute_names("#data", "data")
+                        .expression_attribute_names("#field", field)
+                        .expression_attribute_names("#version", "version")
+                        .expression_attribute_values(":new", AttributeValue::L(vec![to_attribute(value)]))
+                        .expression_attribute_values(":one", n(1))
+                        .expression_attribute_values(":max", n(*max_len as u64));
+                    (update, Some(calls))
+                }
             };
-            let appended = matches!(change, Change::Append { .. });
-            self.finish_update(key, update, now, |item| appended && calls.landed_in(item)).await
+            self.finish_update(key, update, now, |item| calls.as_ref().is_some_and(|calls| calls.landed_in(item))).await
         })
     }
 

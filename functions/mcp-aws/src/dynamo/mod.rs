@@ -85,6 +85,13 @@ pub fn unavailable<E: ProvideErrorMetadata + std::error::Error + 'static, R: std
     StoreError::Unavailable(error.code().unwrap_or("dispatch failure").to_owned())
 }
 
+/// Whether a plain write met a transaction writing its item at that moment
+/// (`TransactionConflictException`): another writer, as a failed version
+/// condition is, to read again after.
+pub fn met_transaction<E: ProvideErrorMetadata, R>(error: &SdkError<E, R>) -> bool {
+    error.as_service_error().is_some_and(|e| e.code() == Some("TransactionConflictException"))
+}
+
 /// The item a failed condition saw, if the failure was a condition check.
 pub fn condition_failed<E: ProvideErrorMetadata + std::error::Error + 'static, R: std::fmt::Debug>(
     error: SdkError<E, R>,

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::{
     operation::{put_item::PutItemError, transact_write_items::TransactWriteItemsError},
-    types::{AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update},
+    types::{AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update, builders::UpdateBuilder},
 };
 use mcp_stateless::{
     metrics::{self, Counter},
@@ -51,26 +51,38 @@ pub(super) fn built<T, E: std::fmt::Display>(built: Result<T, E>) -> Result<T, S
 }
 
 impl DynamoStore {
-    /// The place's counter moved by `step` under `condition`, whose other
-    /// value is `bound` (`:bound`); a take also sets when the counter may
-    /// be forgotten (its window's end).
-    pub(super) fn place(&self, quota: &QuotaKey, step: i64, condition: &str, bound: u64) -> Result<Update, StoreError> {
-        let update = Update::builder()
+    /// The take of a place in `quota`'s counter, refused at `limit`; it
+    /// also sets when the counter may be forgotten (its window's end).
+    pub(super) fn take_place(&self, quota: &QuotaKey, limit: u32) -> Result<Update, StoreError> {
+        built(
+            self.place(quota, "attribute_not_exists(#count) OR #count < :limit")
+                .update_expression("ADD #count :one SET #expires = :expires")
+                .expression_attribute_names("#expires", TTL_ATTRIBUTE)
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":limit", n(u64::from(limit)))
+                .expression_attribute_values(":expires", n(quota.expires_at))
+                .build(),
+        )
+    }
+
+    /// The give-back of a place in `quota`'s counter, refused where it
+    /// holds none (the window's end stays as the take set it).
+    pub(super) fn give_back_place(&self, quota: &QuotaKey) -> Result<Update, StoreError> {
+        built(
+            self.place(quota, "#count > :zero")
+                .update_expression("ADD #count :minus_one")
+                .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
+                .expression_attribute_values(":zero", n(0))
+                .build(),
+        )
+    }
+
+    fn place(&self, quota: &QuotaKey, condition: &str) -> UpdateBuilder {
+        Update::builder()
             .table_name(&self.table)
             .key(PARTITION_KEY, s(&quota.partition_key))
             .condition_expression(condition)
             .expression_attribute_names("#count", "count")
-            .expression_attribute_values(":step", AttributeValue::N(step.to_string()))
-            .expression_attribute_values(":bound", n(bound));
-        let update = if step > 0 {
-            update
-                .update_expression("ADD #count :step SET #expires = :expires")
-                .expression_attribute_names("#expires", TTL_ATTRIBUTE)
-                .expression_attribute_values(":expires", n(quota.expires_at))
-        } else {
-            update.update_expression("ADD #count :step")
-        };
-        built(update.build())
     }
 
     /// One transaction of `writes`, idempotent under `token` for ten

@@ -29,7 +29,7 @@ use mcp_stateless::{
 };
 
 use super::{
-    DynamoStore, LAST_OP, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, n, operation_id,
+    DynamoStore, LAST_OP, PARTITION_KEY, TTL_ATTRIBUTE, condition_failed, met_transaction, n, operation_id,
     places::{Written, built},
     s,
 };
@@ -173,9 +173,7 @@ impl TaskStore for DynamoStore {
                 Ok(_) => Ok(Replaced::Done),
                 // A transaction on the record at that moment (a cancel, an
                 // ending): read again, as after any other writer.
-                Err(error) if error.as_service_error().is_some_and(|e| e.meta().code() == Some("TransactionConflictException")) => {
-                    Ok(Replaced::Conflict)
-                }
+                Err(error) if met_transaction(&error) => Ok(Replaced::Conflict),
                 Err(error) => condition_failed(error, |_| None).map(|_| Replaced::Conflict),
             }
         })
@@ -194,7 +192,7 @@ impl TaskStore for DynamoStore {
             let put = |item| {
                 built(Put::builder().table_name(&self.table).set_item(Some(item)).condition_expression("attribute_not_exists(pk)").build())
             };
-            let take = self.place(quota, 1, "attribute_not_exists(#count) OR #count < :bound", u64::from(limit))?;
+            let take = self.take_place(quota, limit)?;
             let writes = vec![
                 TransactWriteItem::builder().put(put(input_item(key, record, input, &op)?)?).build(),
                 TransactWriteItem::builder().put(put(task_item(key, record, &op)?)?).build(),
@@ -248,7 +246,7 @@ impl TaskStore for DynamoStore {
                     .expression_attribute_values(":expected", n(expected_version))
                     .build(),
             )?;
-            let give_back = self.place(quota, -1, "#count > :bound", 0)?;
+            let give_back = self.give_back_place(quota)?;
             let writes = vec![TransactWriteItem::builder().put(ending).build(), TransactWriteItem::builder().update(give_back).build()];
             match self.transact(&op, writes).await? {
                 Written::Done => Ok(Replaced::Done),

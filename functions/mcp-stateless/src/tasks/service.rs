@@ -89,14 +89,15 @@ impl Tasks {
     }
 
     /// [`transition`] on this store and clock. The write that ends a task
-    /// (exactly one, by the compare-and-set) gives its owner's place back.
+    /// (exactly one, by the compare-and-set) gives its owner's place back:
+    /// in that very write where the store counts places, else here.
     pub(crate) async fn transition(
         &self,
         key: &ItemKey,
         change: impl FnMut(&mut TaskRecord) -> Decision,
     ) -> Result<Option<TaskRecord>, StoreError> {
         let outcome = transition(&*self.store, &*self.clock, key, change).await?;
-        if let Some(partition_key) = outcome.ended.filter(|_| !outcome.place_given_back).and_then(|ended| ended.quota_key) {
+        if let Some(partition_key) = outcome.ended.filter(|_| !self.store.counts_places()).and_then(|ended| ended.quota_key) {
             let quota = QuotaKey { partition_key, expires_at: 0 };
             if let Err(error) = self.quota.give_back(&quota).await {
                 // The place comes back when the window ends.

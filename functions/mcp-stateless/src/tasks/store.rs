@@ -103,11 +103,9 @@ const BACKOFF_START: Duration = Duration::from_millis(5);
 pub struct Transition {
     /// The record as it now stands.
     pub record: Option<TaskRecord>,
-    /// The record again, only when this call's write ended the task.
+    /// The record again, only when this call's write ended the task (a
+    /// store that counts places gave the owner's place back in it).
     pub ended: Option<TaskRecord>,
-    /// Whether that write gave the owner's place back too (a store that
-    /// counts places does it in the same write).
-    pub place_given_back: bool,
 }
 
 /// Reads the record, lets `change` edit it, and writes it back if the
@@ -123,12 +121,12 @@ pub async fn transition(
     let mut backoff = Backoff::new(MAX_ATTEMPTS, BACKOFF_START);
     loop {
         let Some(mut record) = store.get(key, clock.now()).await? else {
-            return Ok(Transition { record: None, ended: None, place_given_back: false });
+            return Ok(Transition { record: None, ended: None });
         };
         let expected = record.version;
         let was_terminal = record.is_terminal();
         if let Decision::Keep = change(&mut record) {
-            return Ok(Transition { record: Some(record), ended: None, place_given_back: false });
+            return Ok(Transition { record: Some(record), ended: None });
         }
         record.version = expected + 1;
         record.updated_at_ms = clock.now_ms().max(record.updated_at_ms);
@@ -152,7 +150,7 @@ pub async fn transition(
         match replaced {
             Replaced::Done => {
                 let ended = ends.then(|| record.clone());
-                return Ok(Transition { record: Some(record), ended, place_given_back: place.is_some() });
+                return Ok(Transition { record: Some(record), ended });
             }
             Replaced::Conflict if backoff.retry().await => {}
             Replaced::Conflict => {
